@@ -1,0 +1,3 @@
+from distill.cli import main
+
+main()

@@ -1,0 +1,190 @@
+"""Read corpus lines, split them into words, build the vocabulary."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import logging
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from distill.config import ConfigError, EncodingErrors
+
+logger = logging.getLogger(__name__)
+
+#: A word is a run of letters, digits or underscores, as BERT's basic tokenizer splits text
+#: (punctuation and spaces separate words; "Micron's" is "Micron" + "s").
+WORD_RE = re.compile(r"\w+")
+
+
+@dataclass
+class CorpusStats:
+    """What reading the corpus saw; filled while lines are read."""
+
+    files: list[dict[str, object]] = field(default_factory=list)
+    lines: int = 0
+    empty_lines: int = 0
+    replaced_lines: int = 0  # lines with bytes that were not UTF-8 (only with --encoding-errors replace)
+    words: int = 0
+
+
+def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
+    if path == "-":
+        return sys.stdin.buffer, "<stdin>"  # type: ignore[return-value]
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb"), path  # type: ignore[return-value]
+    return open(path, "rb"), path
+
+
+def iter_lines(
+    paths: Sequence[str], errors: EncodingErrors = EncodingErrors.STRICT, stats: CorpusStats | None = None
+) -> Iterator[str]:
+    """Yield every line of every file, stripped, empty lines skipped; stdin for ``-``.
+
+    Raises ConfigError naming file and line for bytes that are not UTF-8 (unless ``errors`` is
+    ``replace``) and for a corpus with no text at all.
+    """
+    stats = stats if stats is not None else CorpusStats()
+    total = 0
+    for path in paths:
+        handle, name = _open_text(path)
+        digest = hashlib.sha256()
+        n_lines = 0
+        try:
+            for line_no, raw in enumerate(handle, start=1):
+                digest.update(raw)
+                n_lines += 1
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    if errors is EncodingErrors.STRICT:
+                        raise ConfigError(
+                            f"{name}, line {line_no}: bytes that are not UTF-8 ({err.reason} at byte "
+                            f"{err.start}); convert the file to UTF-8 or pass --encoding-errors replace"
+                        ) from err
+                    text = raw.decode("utf-8", errors="replace")
+                    stats.replaced_lines += 1
+                text = text.strip()
+                if not text:
+                    stats.empty_lines += 1
+                    continue
+                stats.lines += 1
+                total += 1
+                yield text
+        except (OSError, EOFError) as err:
+            raise ConfigError(f"cannot read corpus file {name}: {err}") from err
+        finally:
+            if handle is not sys.stdin.buffer:
+                handle.close()
+        stats.files.append({"path": name, "sha256": digest.hexdigest(), "lines": n_lines})
+    if total == 0:
+        raise ConfigError(
+            f"the corpus ({', '.join(paths)}) has no text; give files with one sentence or paragraph per line"
+        )
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of the words of one line."""
+    return [m.span() for m in WORD_RE.finditer(text)]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Words and their corpus counts, most frequent first (ties in alphabetical order)."""
+
+    words: tuple[str, ...]
+    counts: np.ndarray  # (n_words,) int64
+    lowercase: bool
+    dropped: dict[str, int]  # reason -> number of distinct words left out
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def index(self) -> dict[str, int]:
+        return {w: i for i, w in enumerate(self.words)}
+
+
+def fold(word: str, lowercase: bool) -> str:
+    return word.lower() if lowercase else word
+
+
+def count_words(lines: Iterator[str], lowercase: bool, stats: CorpusStats | None = None) -> Counter[str]:
+    """Word counts over the corpus (after case folding)."""
+    counts: Counter[str] = Counter()
+    n = 0
+    for text in lines:
+        words = WORD_RE.findall(text)
+        n += len(words)
+        counts.update(w.lower() for w in words) if lowercase else counts.update(words)
+    if stats is not None:
+        stats.words = n
+    return counts
+
+
+def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
+    """One word per line (extra columns after a tab or space are ignored); blank lines skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"vocabulary file {path} is not UTF-8; convert it") from err
+    words = [fold(line.split()[0], lowercase) for line in lines if line.strip()]
+    if not words:
+        raise ConfigError(f"vocabulary file {path} lists no words")
+    return list(dict.fromkeys(words))
+
+
+def build_vocabulary(
+    counts: Counter[str],
+    *,
+    lowercase: bool,
+    min_count: int = 5,
+    max_size: int | None = None,
+    alpha_only: bool = True,
+    word_list: Sequence[str] | None = None,
+) -> Vocabulary:
+    """Keep words seen at least ``min_count`` times (alphabetic ones unless told otherwise).
+
+    With ``word_list`` the vocabulary is exactly those words that occur in the corpus; words of the
+    list never seen are counted under ``dropped['not in corpus']``, not an error.
+    """
+    dropped: Counter[str] = Counter()
+    if word_list is not None:
+        kept = []
+        for w in word_list:
+            if counts.get(w, 0) == 0:
+                dropped["not in corpus"] += 1
+            else:
+                kept.append(w)
+    else:
+        kept = []
+        for w, c in counts.items():
+            if alpha_only and not w.isalpha():
+                dropped["not alphabetic"] += 1
+            elif c < min_count:
+                dropped["under min_count"] += 1
+            else:
+                kept.append(w)
+    kept.sort(key=lambda w: (-counts[w], w))
+    if max_size is not None and len(kept) > max_size:
+        dropped["over max_vocab"] += len(kept) - max_size
+        kept = kept[:max_size]
+    if not kept:
+        raise ConfigError(
+            "the vocabulary is empty: no word passes the filters "
+            f"(min_count={min_count}, alpha_only={alpha_only}); lower --min-count or use a larger corpus"
+        )
+    for reason, n in sorted(dropped.items()):
+        logger.info("vocabulary: %d words dropped (%s)", n, reason)
+    return Vocabulary(
+        words=tuple(kept),
+        counts=np.array([counts[w] for w in kept], dtype=np.int64),
+        lowercase=lowercase,
+        dropped=dict(dropped),
+    )

@@ -1,0 +1,122 @@
+"""Write vectors where users load them: word2vec text/binary (gensim), a FAISS index, manifest.json.
+
+Every file is written under a temporary name in its final folder and renamed when complete, so a
+crash or a full disk never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.config import OutputError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        if err.errno == errno.ENOSPC:
+            raise OutputError(f"disk full while writing {path}; free some space or choose another --out") from err
+        raise OutputError(f"cannot write {path}: {err.strerror or err}; choose another --out") from err
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def check_writable(directory: str | Path) -> Path:
+    """Create ``directory`` and prove a file can be written there, before any slow work starts."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as err:
+        raise OutputError(
+            f"cannot write to the output folder {directory}: {err.strerror or err}; choose another --out"
+        ) from err
+    return directory
+
+
+def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray) -> Any:
+    """gensim ``KeyedVectors`` holding ``vectors`` (n_words, dim) in the given word order."""
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(vector_size=vectors.shape[1], dtype=np.float32)
+    kv.add_vectors(list(words), np.ascontiguousarray(vectors, dtype=np.float32))
+    return kv
+
+
+def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
+    """word2vec text (``binary=False``) or binary file that ``KeyedVectors.load_word2vec_format`` reads."""
+    with atomic_path(path) as tmp:
+        kv.save_word2vec_format(str(tmp), binary=binary, write_header=True)
+    return Path(path)
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def build_faiss_index(vectors: np.ndarray) -> Any:
+    """Exact inner-product index over L2-normalised vectors: search scores are cosines."""
+    import faiss
+
+    unit = l2_normalize(vectors)
+    index = faiss.IndexFlatIP(unit.shape[1])
+    index.add(unit)
+    return index
+
+
+def write_faiss(words: Sequence[str], vectors: np.ndarray, path: str | Path) -> tuple[Path, Path]:
+    """FAISS index file and its word list (``<path>.words.txt``, one word per line, row order)."""
+    import faiss
+
+    path = Path(path)
+    index = build_faiss_index(vectors)
+    with atomic_path(path) as tmp:
+        faiss.write_index(index, str(tmp))
+    words_path = path.with_name(path.name + ".words.txt")
+    with atomic_path(words_path) as tmp:
+        tmp.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
+    return path, words_path
+
+
+def read_faiss(path: str | Path) -> tuple[Any, list[str]]:
+    """The index and its word list, as written by :func:`write_faiss`."""
+    import faiss
+
+    path = Path(path)
+    words = path.with_name(path.name + ".words.txt").read_text(encoding="utf-8").splitlines()
+    return faiss.read_index(str(path)), words
+
+
+def write_json(data: dict[str, Any], path: str | Path) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    return Path(path)
+
+
+def sha256_file(path: str | Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

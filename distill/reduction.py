@@ -1,0 +1,121 @@
+"""Reduce each word's occurrence matrix to one vector: first principal component or mean.
+
+The first principal component is the top right singular vector of the *uncentered* occurrence
+matrix (what ``TruncatedSVD(n_components=1)`` computes), signed so that its dot product with the
+mean occurrence is positive, unit norm. Many words are reduced at once on the device by power
+iteration started from the mean direction; the few words that do not converge are solved exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from distill.config import Pooling
+
+logger = logging.getLogger(__name__)
+
+
+def first_principal_component(occurrences: np.ndarray) -> np.ndarray:
+    """Reference for one word: (n, d) -> (d,) unit vector, by numpy's SVD."""
+    x = np.asarray(occurrences, dtype=np.float64)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    pc = vt[0]
+    if pc @ x.sum(axis=0) < 0:
+        pc = -pc
+    return pc.astype(np.float32)
+
+
+def batched_first_pc(
+    x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top right singular vectors of a batch of matrices.
+
+    ``x``: (G, m, d), zero rows allowed (they change neither the PC nor its sign).
+    Returns (G, d) unit vectors signed toward the row sum, and (G,) first singular values.
+    """
+    total = x.sum(dim=1)  # (G, d)
+    v = torch.nn.functional.normalize(total, dim=1)
+    dead = total.norm(dim=1) == 0  # a mean of zero gives no start: use the largest row instead
+    if dead.any():
+        rows = x[dead]
+        pick = rows.norm(dim=2).argmax(dim=1)
+        v[dead] = torch.nn.functional.normalize(rows[torch.arange(len(rows)), pick], dim=1)
+    converged = torch.zeros(len(x), dtype=torch.bool, device=x.device)
+    for _ in range(max_iter):
+        w = torch.einsum("gmd,gm->gd", x, torch.einsum("gmd,gd->gm", x, v))
+        w = torch.nn.functional.normalize(w, dim=1)
+        converged = (w - v).norm(dim=1) < tol
+        v = w
+        if bool(converged.all()):
+            break
+    if not bool(converged.all()):
+        stuck = torch.nonzero(~converged).flatten()
+        logger.debug("power iteration: %d of %d words solved exactly", len(stuck), len(x))
+        for i in stuck.tolist():
+            _, _, vh = torch.linalg.svd(x[i].double(), full_matrices=False)
+            v[i] = vh[0].to(v.dtype)
+    sign = torch.where((v * total).sum(dim=1) < 0, -1.0, 1.0).to(v.dtype)
+    v = v * sign[:, None]
+    sigma = torch.einsum("gmd,gd->gm", x, v).norm(dim=1)
+    return v, sigma
+
+
+def reduce_words(
+    matrix: np.ndarray,
+    offsets: np.ndarray,
+    filled: np.ndarray,
+    pooling: Pooling,
+    *,
+    device: torch.device | str = "cpu",
+    max_elements: int = 2**25,
+    normalize: bool = False,
+    progress: bool = False,
+    desc: str = "reducing",
+) -> np.ndarray:
+    """One vector per word from its rows ``offsets[w]:offsets[w+1]`` of ``matrix`` (n_rows, d).
+
+    ``filled``: (n_words,) rows of each word really encoded (unfilled rows are zero). Words are
+    processed in groups of similar size, padded with zero rows. Returns (n_words, d) float32;
+    words with no filled row get a zero vector (the caller drops them).
+    """
+    n_words = len(offsets) - 1
+    dim = matrix.shape[1]
+    sizes = np.diff(offsets)
+    order = np.argsort(-sizes, kind="stable")
+    negative_sorted = -sizes[order]  # ascending
+    out = np.zeros((n_words, dim), dtype=np.float32)
+    bar = tqdm(total=n_words, unit="word", desc=desc, disable=not progress, dynamic_ncols=True)
+    i = 0
+    while i < n_words:
+        width = int(sizes[order[i]])
+        similar = int(np.searchsorted(negative_sorted, -(width / 2), side="right")) - i  # pad at most 2x
+        group = max(1, min(similar, max_elements // max(1, width * dim)))
+        ids = order[i : i + group]
+        block = np.zeros((len(ids), width, dim), dtype=np.float32)
+        for j, w in enumerate(ids):
+            block[j, : sizes[w]] = matrix[offsets[w] : offsets[w + 1]]
+        x = torch.from_numpy(block).to(device)
+        if pooling is Pooling.PC:
+            vectors, _ = batched_first_pc(x)
+        else:
+            count = torch.from_numpy(np.maximum(filled[ids], 1).astype(np.float32)).to(device)
+            vectors = x.sum(dim=1) / count[:, None]
+        if normalize:
+            vectors = torch.nn.functional.normalize(vectors, dim=1)
+        out[ids] = vectors.float().cpu().numpy()
+        bar.update(len(ids))
+        i += group
+    bar.close()
+    out[filled == 0] = 0.0
+    return out
+
+
+def explained_variance_ratio(occurrences: np.ndarray) -> float:
+    """Share of the (uncentered) energy of an occurrence matrix along its first PC: s1^2 / sum s_i^2."""
+    s = np.linalg.svd(np.asarray(occurrences, dtype=np.float64), compute_uv=False)
+    total = float((s**2).sum())
+    return float(s[0] ** 2 / total) if total > 0 else 0.0

@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+
+from distill.alignment import choose_windows, make_windows, piece_mask
+from distill.corpus import word_spans
+
+
+def _pieces(tokenizer, text, **kwargs):
+    """Pieces of every word of ``text``, as the alignment finds them."""
+    enc = tokenizer([text], return_offsets_mapping=True, return_special_tokens_mask=True,
+                    return_overflowing_tokens=True, truncation=True, max_length=kwargs.get("max_length", 512),
+                    stride=kwargs.get("stride", 0))
+    windows = make_windows(enc, 1)
+    spans = word_spans(text)
+    starts = np.array([s for s, _ in spans])
+    ends = np.array([e for _, e in spans])
+    chosen = choose_windows(windows, np.zeros(len(spans), dtype=int), starts, ends)
+    out = {}
+    for k, (s, e) in enumerate(spans):
+        window = windows[chosen[k]]
+        mask = piece_mask(window, starts[k : k + 1], ends[k : k + 1])[0]
+        out[text[s:e]] = tokenizer.convert_ids_to_tokens([window.ids[i] for i in np.flatnonzero(mask)])
+    return out, windows, chosen
+
+
+def test_wordpiece_word_gets_all_its_pieces(wordpiece_tokenizer):
+    pieces, _, _ = _pieces(wordpiece_tokenizer, "Vivendi's unbelievable offer.")
+    assert pieces["Vivendi"] == ["vi", "##ven", "##di"]
+    assert pieces["s"] == ["s"]
+    assert pieces["unbelievable"] == ["unbelievable"]
+
+
+def test_byte_level_bpe_pieces_carry_their_leading_space(bpe_tokenizer):
+    pieces, _, _ = _pieces(bpe_tokenizer, "Hello world, Vivendi's naïve bids.")
+    assert pieces["world"] == ["Ġworld"]
+    assert pieces["Vivendi"] == ["ĠViv", "end", "i"]
+    assert "".join(pieces["naïve"]).replace("Ġ", "") == "naÃ¯ve"  # byte-level: ï is two bytes
+
+
+def test_sentencepiece_pieces_align(sentencepiece_tokenizer):
+    pieces, _, _ = _pieces(sentencepiece_tokenizer, "The king walked to the castle")
+    assert "".join(pieces["castle"]).lstrip("▁") == "castle"
+    assert all(p for p in pieces.values())
+
+
+def test_cased_wordpiece_keeps_case(tmp_path):
+    from transformers import BertTokenizer
+
+    from .conftest import MINILM
+
+    if not MINILM.exists():
+        pytest.skip("needs ../shared/models")
+    cased = BertTokenizer(vocab=str(MINILM / "vocab.txt"), do_lower_case=False)
+    pieces, _, _ = _pieces(cased, "king King")
+    assert pieces["king"] == ["king"]  # the vocabulary is lowercase: "King" is unknown to a cased model
+    assert pieces["King"] == ["[UNK]"]
+
+
+def test_long_sentence_is_split_into_windows_not_truncated(wordpiece_tokenizer):
+    text = " ".join(f"word{i % 10} alpha" for i in range(60))  # ~180 pieces
+    pieces, windows, chosen = _pieces(wordpiece_tokenizer, text, max_length=32, stride=8)
+    assert len(windows) > 5
+    assert all(len(w.ids) <= 32 for w in windows)
+    assert (chosen >= 0).all()  # every occurrence found a window that holds it whole
+    spans = word_spans(text)
+    for k, (s, e) in enumerate(spans):
+        lo, hi = windows[chosen[k]].span
+        assert lo <= s and e <= hi
+    # the last word lives only in the last window
+    assert chosen[-1] == len(windows) - 1
+
+
+def test_overlapping_windows_pick_the_one_with_more_context():
+    from distill.alignment import Window
+
+    a = Window(0, [0] * 4, np.array([0, 5, 10, 15]), np.array([4, 9, 14, 19]), np.ones(4, bool))
+    b = Window(0, [0] * 4, np.array([10, 15, 20, 25]), np.array([14, 19, 24, 29]), np.ones(4, bool))
+    chosen = choose_windows([a, b], np.array([0, 0, 0]), np.array([15, 10, 0]), np.array([19, 14, 4]))
+    assert list(chosen) == [1, 0, 0]  # 15-19: margin 0 in a, 5 in b; 10-14: 5 in a, 0 in b

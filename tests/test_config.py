@@ -1,0 +1,51 @@
+import pytest
+
+from distill.config import ConfigError, Pooling, RunConfig, parse_layers, parse_poolings, resolve_model
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [("1", (1,)), ("3,1", (1, 3)), ("0-3", (0, 1, 2, 3)), ("all", (0, 1, 2, 3, 4, 5, 6)), (2, (2,)), ([0, 6], (0, 6))],
+)
+def test_parse_layers(spec, expected):
+    assert parse_layers(spec, n_layers=6) == expected
+
+
+@pytest.mark.parametrize(("spec", "message"), [("7", "layer 7 is out of range.*0..6"), ("x", "cannot read layer spec"),
+                                               ("3-1", "runs backwards"), ("-1", "cannot read|out of range")])
+def test_parse_layers_errors(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_layers(spec, n_layers=6)
+
+
+def test_poolings():
+    assert parse_poolings("pc,mean") == (Pooling.PC, Pooling.MEAN)
+    with pytest.raises(ConfigError, match="unknown pooling 'max'; use one of: pc, mean"):
+        parse_poolings("max")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_count": 0}, "min_count must be a positive integer"),
+        ({"device": "tpu"}, "unknown device 'tpu'"),
+        ({"dtype": "float16", "device": "cpu"}, "is for GPUs"),
+        ({"corpus": ("/nonexistent.txt",)}, "corpus file /nonexistent.txt does not exist"),
+        ({"layers": "a-b"}, "cannot read layer spec"),
+        ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
+    ],
+)
+def test_bad_options_fail_before_any_model_loads(options, message):
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(**options)
+
+
+def test_config_json_round_trip():
+    config = RunConfig(layers="0-2", pooling=("mean", "pc"), max_vocab=10)
+    assert RunConfig.from_json(config.to_json()) == config
+
+
+def test_aliases():
+    assert resolve_model("bert") == "bert-base-cased"
+    assert resolve_model("minilm").endswith("all-MiniLM-L6-v2")
+    assert resolve_model("some/model") == "some/model"

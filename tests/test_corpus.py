@@ -1,0 +1,75 @@
+import gzip
+from collections import Counter
+
+import pytest
+
+from distill.config import ConfigError, EncodingErrors
+from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list, word_spans
+
+from .conftest import DATA
+
+
+def test_lines_from_plain_and_gzip_files_skip_blank_lines(tmp_path):
+    plain = tmp_path / "a.txt"
+    plain.write_text("one line\n\n  two  \n", encoding="utf-8")
+    packed = tmp_path / "b.txt.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write("three\n")
+    stats = CorpusStats()
+    assert list(iter_lines([str(plain), str(packed)], stats=stats)) == ["one line", "two", "three"]
+    assert (stats.lines, stats.empty_lines) == (3, 1)
+    assert [f["lines"] for f in stats.files] == [3, 1]
+    assert len(stats.files[0]["sha256"]) == 64
+
+
+def test_empty_corpus_is_an_error(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(ConfigError, match="has no text"):
+        list(iter_lines([str(empty)]))
+
+
+def test_non_utf8_reports_file_and_line(tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("fine\ncaf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin1.txt, line 2: bytes that are not UTF-8.*--encoding-errors replace"):
+        list(iter_lines([str(bad)]))
+    stats = CorpusStats()
+    assert list(iter_lines([str(bad)], EncodingErrors.REPLACE, stats)) == ["fine", "caf\ufffd au lait"]
+    assert stats.replaced_lines == 1
+
+
+def test_word_spans_split_punctuation_like_bert():
+    text = "Micron's profit, up 3%!"
+    assert [text[s:e] for s, e in word_spans(text)] == ["Micron", "s", "profit", "up", "3"]
+
+
+def test_vocabulary_filters_and_counts_what_it_drops():
+    counts = Counter({"the": 10, "king": 6, "queen": 5, "rare": 2, "42": 9, "don_t": 7})
+    vocab = build_vocabulary(counts, lowercase=True, min_count=5)
+    assert vocab.words == ("the", "king", "queen")
+    assert list(vocab.counts) == [10, 6, 5]
+    assert vocab.dropped == {"not alphabetic": 2, "under min_count": 1}
+    capped = build_vocabulary(counts, lowercase=True, min_count=5, max_size=2)
+    assert capped.words == ("the", "king") and capped.dropped["over max_vocab"] == 1
+    anything = build_vocabulary(counts, lowercase=True, min_count=5, alpha_only=False)
+    assert "42" in anything.words
+
+
+def test_word_list_keeps_listed_words_and_counts_the_unseen():
+    counts = count_words(iter_lines([str(DATA / "tiny_corpus.txt")]), lowercase=True)
+    listed = read_word_list(DATA / "word_list.txt", lowercase=True)
+    vocab = build_vocabulary(counts, lowercase=True, word_list=listed)
+    assert set(vocab.words) == {"king", "queen", "river", "unbelievable"}
+    assert vocab.dropped == {"not in corpus": 1}  # zeppelin
+
+
+def test_empty_vocabulary_is_an_error():
+    with pytest.raises(ConfigError, match="vocabulary is empty.*lower --min-count"):
+        build_vocabulary(Counter({"a": 1}), lowercase=True, min_count=5)
+
+
+def test_case_policy():
+    lines = ["The King met the king"]
+    assert count_words(iter(lines), lowercase=True) == Counter({"the": 2, "king": 2, "met": 1})
+    assert count_words(iter(lines), lowercase=False)["King"] == 1
