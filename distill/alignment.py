@@ -38,7 +38,8 @@ def make_windows(encoding: dict, n_sentences: int) -> list[Window]:
         offsets = np.asarray(encoding["offset_mapping"][row], dtype=np.int64).reshape(-1, 2)
         special = np.asarray(encoding["special_tokens_mask"][row], dtype=bool)
         starts, ends = offsets[:, 0], offsets[:, 1]
-        windows.append(Window(int(sentence), list(encoding["input_ids"][row]), starts, ends, ~special & (ends > starts)))
+        content = ~special & (ends > starts)
+        windows.append(Window(int(sentence), list(encoding["input_ids"][row]), starts, ends, content))
     return windows
 
 
@@ -69,8 +70,4 @@ def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarr
 
 def piece_mask(window: Window, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """(k, n_tokens) bool: which of the window's pieces make up each occurrence ``[start, end)``."""
-    return (
-        (window.starts[None, :] < ends[:, None])
-        & (window.ends[None, :] > starts[:, None])
-        & window.content[None, :]
-    )
+    return (window.starts[None, :] < ends[:, None]) & (window.ends[None, :] > starts[:, None]) & window.content[None, :]

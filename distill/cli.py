@@ -28,7 +28,8 @@ def _fail(err: DistillError) -> None:
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("transformers", "huggingface_hub", "urllib3", "gensim", "faiss"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
@@ -37,12 +38,14 @@ def _logging(verbose: bool) -> None:
 def run(
     model: Annotated[
         str,
-        typer.Option(help="Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2), Hugging Face id, or local folder."),
+        typer.Option(help="Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2), hub id, or local folder."),
     ] = "minilm",
     corpus: Annotated[
         Optional[list[str]],
-        typer.Option(help="Text file(s), one sentence or paragraph per line; .gz is read; - reads stdin. "
-                     "Repeat the option for several files. Default: the STS sentences of the paper."),
+        typer.Option(
+            help="Text file(s), one sentence or paragraph per line; .gz is read; - reads stdin. "
+            "Repeat the option for several files. Default: the STS sentences of the paper."
+        ),
     ] = None,
     out: Annotated[Optional[str], typer.Option(help="Output folder. Default: outputs/<model>-<corpus>.")] = None,
     layers: Annotated[
@@ -58,8 +61,10 @@ def run(
     ] = None,
     lowercase: Annotated[
         Optional[bool],
-        typer.Option("--lowercase/--keep-case", help="Fold case when building the vocabulary. "
-                     "Default: follow the model (lowercase for uncased models)."),
+        typer.Option(
+            "--lowercase/--keep-case",
+            help="Fold case when building the vocabulary. Default: follow the model (lowercase for uncased models).",
+        ),
     ] = None,
     alpha_only: Annotated[
         bool, typer.Option("--alpha-only/--any-word", help="Only alphabetic words enter the vocabulary.")
@@ -70,8 +75,11 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed of the occurrence sample; same seed, same vectors.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Sentences per forward pass (length-sorted).")] = 64,
     max_length: Annotated[
-        Optional[int], typer.Option(help="Tokens per window; longer sentences are split into windows. "
-                                    "Default: the model's maximum, at most 512.")
+        Optional[int],
+        typer.Option(
+            help="Tokens per window; longer sentences are split into windows. "
+            "Default: the model's maximum, at most 512."
+        ),
     ] = None,
     stride: Annotated[int, typer.Option(help="Tokens shared by consecutive windows of a long sentence.")] = 32,
     device: Annotated[str, typer.Option(help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")] = "auto",
@@ -95,12 +103,29 @@ def run(
     _logging(verbose)
     try:
         config = RunConfig(
-            model=model, corpus=tuple(corpus or ()), out=out, layers=layers, pooling=tuple(pooling.split(",")),
-            min_count=min_count, max_vocab=max_vocab, vocab_file=vocab_file, lowercase=lowercase,
-            alpha_only=alpha_only, max_occurrences=max_occurrences, seed=seed, batch_size=batch_size,
-            max_length=max_length, stride=stride, device=device, dtype=dtype, gguf_file=gguf_file,
-            revision=revision, normalize=normalize, encoding_errors=encoding_errors, progress=progress,
-        )  # fmt: skip
+            model=model,
+            corpus=tuple(corpus or ()),
+            out=out,
+            layers=layers,
+            pooling=tuple(pooling.split(",")),
+            min_count=min_count,
+            max_vocab=max_vocab,
+            vocab_file=vocab_file,
+            lowercase=lowercase,
+            alpha_only=alpha_only,
+            max_occurrences=max_occurrences,
+            seed=seed,
+            batch_size=batch_size,
+            max_length=max_length,
+            stride=stride,
+            device=device,
+            dtype=dtype,
+            gguf_file=gguf_file,
+            revision=revision,
+            normalize=normalize,
+            encoding_errors=encoding_errors,
+            progress=progress,
+        )
         result = run_pipeline(config)
     except DistillError as err:
         _fail(err)

@@ -176,7 +176,7 @@ def load_model(
     if not getattr(tokenizer, "is_fast", True):
         raise ConfigError(f"model {name!r} has no fast tokenizer (tokenizer.json); distill needs its offsets")
     model = _from_pretrained(AutoModel, name, source, revision=revision, gguf_file=gguf_file, dtype=torch_dtype)
-    keep = max(layers)
+    keep = max(1, max(layers))  # with no layer at all, transformers 5 records no hidden state
     truncate_layers(model, n_layers, keep)
     model.to(torch_device).eval()
     limit = max_length or _model_max_length(tokenizer, config)

@@ -52,12 +52,21 @@ def check_writable(directory: str | Path) -> Path:
     return directory
 
 
-def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray) -> Any:
-    """gensim ``KeyedVectors`` holding ``vectors`` (n_words, dim) in the given word order."""
+def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray, counts: np.ndarray | None = None) -> Any:
+    """gensim ``KeyedVectors`` holding ``vectors`` (n_words, dim) in the given word order.
+
+    ``counts`` (corpus frequencies) become gensim's ``count`` attribute; gensim writes files sorted by it,
+    so words must already be in descending count order.
+    """
     from gensim.models import KeyedVectors
 
     kv = KeyedVectors(vector_size=vectors.shape[1], dtype=np.float32)
     kv.add_vectors(list(words), np.ascontiguousarray(vectors, dtype=np.float32))
+    if counts is not None:
+        if np.any(np.diff(counts) > 0):
+            raise ValueError("words must be sorted by descending count")
+        kv.allocate_vecattrs(["count"], [np.int64])
+        kv.expandos["count"][:] = counts
     return kv
 
 

@@ -103,22 +103,39 @@ def run_pipeline(config: RunConfig) -> RunResult:
             corpus = tuple(_spool_stdin(work) if c == "-" else c for c in corpus)
         t0 = time.perf_counter()
         model = load_model(
-            config.model, source, layers, device=config.device, dtype=config.dtype, max_length=config.max_length,
-            revision=config.revision, gguf_file=gguf_file, config=model_config,
-        )  # fmt: skip
+            config.model,
+            source,
+            layers,
+            device=config.device,
+            dtype=config.dtype,
+            max_length=config.max_length,
+            revision=config.revision,
+            gguf_file=gguf_file,
+            config=model_config,
+        )
         timings["load_model"] = time.perf_counter() - t0
         lowercase = model.uncased if config.lowercase is None else config.lowercase
-        logger.info("model %s: %d layers, hidden %d, %s on %s", source, model.n_layers, model.hidden_size,
-                    str(model.dtype).removeprefix("torch."), model.device)  # fmt: skip
+        logger.info(
+            "model %s: %d layers, hidden %d, %s on %s",
+            source,
+            model.n_layers,
+            model.hidden_size,
+            str(model.dtype).removeprefix("torch."),
+            model.device,
+        )
 
         t0 = time.perf_counter()
         stats = CorpusStats()
         counts = count_words(_lines(corpus, config, "counting", stats), lowercase, stats)
         word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
         vocab = build_vocabulary(
-            counts, lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab,
-            alpha_only=config.alpha_only, word_list=word_list,
-        )  # fmt: skip
+            counts,
+            lowercase=lowercase,
+            min_count=config.min_count,
+            max_size=config.max_vocab,
+            alpha_only=config.alpha_only,
+            word_list=word_list,
+        )
         plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
         timings["vocabulary"] = time.perf_counter() - t0
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
@@ -126,9 +143,15 @@ def run_pipeline(config: RunConfig) -> RunResult:
         store = OccurrenceStore(work / "occurrences", layers, plan.n_rows, model.hidden_size)
         jobs = iter_jobs(_lines(corpus, config, None, None), vocab, plan)
         encode = encode_occurrences(
-            model, jobs, layers, store, batch_size=config.batch_size, stride=config.stride,
-            total=plan.n_rows, progress=config.progress,
-        )  # fmt: skip
+            model,
+            jobs,
+            layers,
+            store,
+            batch_size=config.batch_size,
+            stride=config.stride,
+            total=plan.n_rows,
+            progress=config.progress,
+        )
         timings["encode"] = encode.seconds
         timings["forward"] = encode.forward_seconds
 
@@ -146,11 +169,17 @@ def run_pipeline(config: RunConfig) -> RunResult:
         for layer in layers:
             for pooling in config.pooling:
                 matrix = reduce_words(
-                    store.matrices[layer], plan.offsets, filled, pooling, device=model.device,
-                    normalize=config.normalize, progress=config.progress, desc=f"{stem(layer, pooling)}",
-                )[keep]  # fmt: skip
+                    store.matrices[layer],
+                    plan.offsets,
+                    filled,
+                    pooling,
+                    device=model.device,
+                    normalize=config.normalize,
+                    progress=config.progress,
+                    desc=f"{stem(layer, pooling)}",
+                )[keep]
                 name = stem(layer, pooling)
-                kv = to_keyed_vectors(words, matrix)
+                kv = to_keyed_vectors(words, matrix, vocab.counts[keep])
                 write_word2vec(kv, out / f"{name}.txt", binary=False)
                 write_word2vec(kv, out / f"{name}.bin", binary=True)
                 write_faiss(words, matrix, out / f"{name}.faiss")
@@ -162,33 +191,52 @@ def run_pipeline(config: RunConfig) -> RunResult:
         manifest = {
             "distill_version": package_versions().get("distill", "dev"),
             "model": {
-                "name": config.model, "source": source, "revision": model.revision, "gguf_file": gguf_file,
-                "n_layers": model.n_layers, "hidden_size": model.hidden_size, "uncased": model.uncased,
-                "max_length": model.max_length, "device": str(model.device),
-                "dtype": str(model.dtype).removeprefix("torch."), "layers_run": model.layers_run,
+                "name": config.model,
+                "source": source,
+                "revision": model.revision,
+                "gguf_file": gguf_file,
+                "n_layers": model.n_layers,
+                "hidden_size": model.hidden_size,
+                "uncased": model.uncased,
+                "max_length": model.max_length,
+                "device": str(model.device),
+                "dtype": str(model.dtype).removeprefix("torch."),
+                "layers_run": model.layers_run,
             },
             "layers": list(layers),
             "pooling": [p.value for p in config.pooling],
             "corpus": {
-                "files": stats.files, "lines": stats.lines, "empty_lines": stats.empty_lines,
-                "lines_with_replaced_bytes": stats.replaced_lines, "words": stats.words,
+                "files": stats.files,
+                "lines": stats.lines,
+                "empty_lines": stats.empty_lines,
+                "lines_with_replaced_bytes": stats.replaced_lines,
+                "words": stats.words,
             },
             "vocabulary": {
-                "size": len(words), "lowercase": lowercase, "candidates": len(vocab), "dropped": dropped,
+                "size": len(words),
+                "lowercase": lowercase,
+                "candidates": len(vocab),
+                "dropped": dropped,
             },
             "occurrences": {
-                "planned": plan.n_rows, "encoded": encode.occurrences, "not_aligned": encode.not_aligned,
-                "per_word_max": config.max_occurrences, "per_word_mean": float(filled[keep].mean()),
+                "planned": plan.n_rows,
+                "encoded": encode.occurrences,
+                "not_aligned": encode.not_aligned,
+                "per_word_max": config.max_occurrences,
+                "per_word_mean": float(filled[keep].mean()),
             },
             "encoding": {
-                "sentences": encode.sentences, "windows": encode.windows, "long_sentences": encode.long_sentences,
-                "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
+                "sentences": encode.sentences,
+                "windows": encode.windows,
+                "long_sentences": encode.long_sentences,
+                "tokens": encode.tokens,
+                "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
             },
             "files": files,
             "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
             "config": config.to_json(),
             "versions": package_versions(),
-        }  # fmt: skip
+        }
         if not config.corpus:
             manifest["config"]["corpus"] = list(corpus)
         write_json(manifest, out / "manifest.json")

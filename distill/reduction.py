@@ -29,9 +29,7 @@ def first_principal_component(occurrences: np.ndarray) -> np.ndarray:
     return pc.astype(np.float32)
 
 
-def batched_first_pc(
-    x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6
-) -> tuple[torch.Tensor, torch.Tensor]:
+def batched_first_pc(x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """Top right singular vectors of a batch of matrices.
 
     ``x``: (G, m, d), zero rows allowed (they change neither the PC nor its sign).

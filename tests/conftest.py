@@ -11,7 +11,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 
-from distill.config import models_dir  # noqa: E402
+from distill.config import models_dir
 
 DATA = Path(__file__).parent / "data"
 TINY_CORPUS = DATA / "tiny_corpus.txt"
@@ -54,9 +54,12 @@ def sentencepiece_tokenizer():
 
     sp = SentencePieceBPETokenizer()
     sp.train_from_iterator(
-        TINY_CORPUS.read_text().splitlines(), vocab_size=300, min_frequency=1,
-        special_tokens=["<unk>", "<s>", "</s>", "<pad>"], show_progress=False,
-    )  # fmt: skip
+        TINY_CORPUS.read_text().splitlines(),
+        vocab_size=300,
+        min_frequency=1,
+        special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
+        show_progress=False,
+    )
     return PreTrainedTokenizerFast(
         tokenizer_object=sp._tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
     )
@@ -75,9 +78,13 @@ def tiny_bert_dir(tmp_path_factory, wordpiece_tokenizer) -> Path:
 
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(wordpiece_tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=37, max_position_embeddings=128,
-    )  # fmt: skip
+        vocab_size=len(wordpiece_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
     return _save(tmp_path_factory.mktemp("tiny-bert"), BertModel(config).eval(), wordpiece_tokenizer)
 
 
@@ -88,9 +95,14 @@ def tiny_gpt2_dir(tmp_path_factory, bpe_tokenizer) -> Path:
 
     torch.manual_seed(0)
     config = GPT2Config(
-        vocab_size=len(bpe_tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=128,
-        bos_token_id=bpe_tokenizer.bos_token_id, eos_token_id=bpe_tokenizer.eos_token_id,
-    )  # fmt: skip
+        vocab_size=len(bpe_tokenizer),
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=128,
+        bos_token_id=bpe_tokenizer.bos_token_id,
+        eos_token_id=bpe_tokenizer.eos_token_id,
+    )
     return _save(tmp_path_factory.mktemp("tiny-gpt2"), GPT2Model(config).eval(), bpe_tokenizer)
 
 
@@ -101,10 +113,17 @@ def tiny_llama_dir(tmp_path_factory, sentencepiece_tokenizer) -> Path:
 
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=len(sentencepiece_tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-        num_key_value_heads=2, intermediate_size=37, max_position_embeddings=128,
-        bos_token_id=1, eos_token_id=2, pad_token_id=3,
-    )  # fmt: skip
+        vocab_size=len(sentencepiece_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
+    )
     return _save(tmp_path_factory.mktemp("tiny-llama"), LlamaModel(config).eval(), sentencepiece_tokenizer)
 
 

@@ -7,9 +7,15 @@ from distill.corpus import word_spans
 
 def _pieces(tokenizer, text, **kwargs):
     """Pieces of every word of ``text``, as the alignment finds them."""
-    enc = tokenizer([text], return_offsets_mapping=True, return_special_tokens_mask=True,
-                    return_overflowing_tokens=True, truncation=True, max_length=kwargs.get("max_length", 512),
-                    stride=kwargs.get("stride", 0))
+    enc = tokenizer(
+        [text],
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+        return_overflowing_tokens=True,
+        truncation=True,
+        max_length=kwargs.get("max_length", 512),
+        stride=kwargs.get("stride", 0),
+    )
     windows = make_windows(enc, 1)
     spans = word_spans(text)
     starts = np.array([s for s, _ in spans])
@@ -58,7 +64,7 @@ def test_cased_wordpiece_keeps_case(tmp_path):
 
 def test_long_sentence_is_split_into_windows_not_truncated(wordpiece_tokenizer):
     text = " ".join(f"word{i % 10} alpha" for i in range(60))  # ~180 pieces
-    pieces, windows, chosen = _pieces(wordpiece_tokenizer, text, max_length=32, stride=8)
+    _, windows, chosen = _pieces(wordpiece_tokenizer, text, max_length=32, stride=8)
     assert len(windows) > 5
     assert all(len(w.ids) <= 32 for w in windows)
     assert (chosen >= 0).all()  # every occurrence found a window that holds it whole

@@ -11,8 +11,15 @@ def test_parse_layers(spec, expected):
     assert parse_layers(spec, n_layers=6) == expected
 
 
-@pytest.mark.parametrize(("spec", "message"), [("7", "layer 7 is out of range.*0..6"), ("x", "cannot read layer spec"),
-                                               ("3-1", "runs backwards"), ("-1", "cannot read|out of range")])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("7", "layer 7 is out of range.*0..6"),
+        ("x", "cannot read layer spec"),
+        ("3-1", "runs backwards"),
+        ("-1", "cannot read|out of range"),
+    ],
+)
 def test_parse_layers_errors(spec, message):
     with pytest.raises(ConfigError, match=message):
         parse_layers(spec, n_layers=6)

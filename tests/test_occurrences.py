@@ -41,10 +41,14 @@ def test_sampled_occurrences_are_the_chosen_ordinals():
     vocab = _vocab()
     plan = plan_sample(vocab.counts, cap=3, seed=5)
     w = vocab.index()["king"]
-    sentences = [job.sentence_id for job in iter_jobs(iter_lines([str(TINY_CORPUS)]), vocab, plan)
-                 if any(plan.offsets[w] <= r < plan.offsets[w + 1] for r in job.rows)]
+    sentences = [
+        job.sentence_id
+        for job in iter_jobs(iter_lines([str(TINY_CORPUS)]), vocab, plan)
+        if any(plan.offsets[w] <= r < plan.offsets[w + 1] for r in job.rows)
+    ]
     ordinal_sentences = []
     for sid, text in enumerate(iter_lines([str(TINY_CORPUS)])):
-        ordinal_sentences += [sid] * sum(1 for t in text.lower().replace(".", " ").replace(",", " ").split()
-                                         if t == "king")
+        ordinal_sentences += [sid] * sum(
+            1 for t in text.lower().replace(".", " ").replace(",", " ").split() if t == "king"
+        )
     assert sentences == sorted({ordinal_sentences[k] for k in plan.chosen[w]})

@@ -22,8 +22,10 @@ def test_pc_sign_points_toward_the_mean():
 
 
 def test_batched_pc_matches_numpy_svd_and_sklearn(rng):
-    words = [rng.standard_normal((n, 24)).astype(np.float32) + rng.standard_normal(24).astype(np.float32)
-             for n in (1, 2, 7, 30, 30)]
+    words = [
+        rng.standard_normal((n, 24)).astype(np.float32) + rng.standard_normal(24).astype(np.float32)
+        for n in (1, 2, 7, 30, 30)
+    ]
     width = max(len(w) for w in words)
     block = np.zeros((len(words), width, 24), dtype=np.float32)
     for i, w in enumerate(words):

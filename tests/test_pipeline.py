@@ -1,0 +1,171 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+import distill
+from distill.config import ConfigError, OutputError
+from distill.export import read_faiss
+
+from .conftest import DATA, TINY_CORPUS
+
+
+def _run(model_dir, out, **options):
+    defaults = {"corpus": [str(TINY_CORPUS)], "min_count": 2, "max_occurrences": 5, "progress": False}
+    return distill.run(model=str(model_dir), out=str(out), **{**defaults, **options})
+
+
+@pytest.fixture(scope="module")
+def bert_run(tmp_path_factory, tiny_bert_dir):
+    return _run(tiny_bert_dir, tmp_path_factory.mktemp("run"), layers="0-2", pooling="pc,mean")
+
+
+def test_run_writes_every_format_and_they_load(bert_run):
+    out = bert_run.out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["layers"] == [0, 1, 2] and manifest["pooling"] == ["pc", "mean"]
+    assert len(manifest["files"]) == 3 * 2 * 4
+    for name in ("layer1.pc", "layer2.mean"):
+        text = KeyedVectors.load_word2vec_format(str(out / f"{name}.txt"))
+        binary = KeyedVectors.load_word2vec_format(str(out / f"{name}.bin"), binary=True)
+        kv = bert_run.vectors[name]
+        assert text.index_to_key == binary.index_to_key == kv.index_to_key
+        np.testing.assert_allclose(binary.vectors, kv.vectors)
+        np.testing.assert_allclose(text.vectors, kv.vectors, atol=1e-5)
+        index, words = read_faiss(out / f"{name}.faiss")
+        assert words == kv.index_to_key
+        _, ids = index.search(kv.get_normed_vectors(), 1)
+        np.testing.assert_array_equal(ids[:, 0], np.arange(len(words)))
+    assert not list(out.glob(".*"))  # no temporary file or work folder left
+
+
+def test_manifest_records_how_vectors_were_made(bert_run):
+    m = bert_run.manifest
+    assert m["corpus"]["files"][0]["sha256"] == distill.export.sha256_file(TINY_CORPUS)
+    assert m["vocabulary"]["lowercase"] is True  # MiniLM's tokenizer is uncased
+    assert m["vocabulary"]["size"] == len(bert_run[1].index_to_key)
+    assert m["occurrences"]["encoded"] == m["occurrences"]["planned"]
+    assert m["occurrences"]["per_word_max"] == 5
+    assert m["model"]["layers_run"] == 2 and m["config"]["seed"] == 0
+    assert {"torch", "transformers", "gensim"} <= set(m["versions"])
+
+
+def test_api_indexing_and_load(bert_run):
+    assert bert_run[1] is bert_run.vectors["layer1.pc"]
+    assert bert_run[2, "mean"] is bert_run.vectors["layer2.mean"]
+    loaded = distill.load(bert_run.out, layer=1)
+    np.testing.assert_allclose(loaded.vectors, bert_run[1].vectors)
+    assert distill.load(bert_run.out / "layer2.mean.txt").index_to_key == bert_run[2, "mean"].index_to_key
+
+
+def test_pc_vectors_are_the_svd_of_the_encoded_occurrences(tiny_bert_dir, tmp_path):
+    """Re-encode one word's occurrences by hand and compare with numpy's SVD."""
+    from distill.reduction import first_principal_component
+
+    corpus = tmp_path / "short.txt"  # lines the model takes whole (no windows)
+    corpus.write_text("".join(line for line in TINY_CORPUS.read_text().splitlines(True) if len(line) < 200))
+    result = _run(tiny_bert_dir, tmp_path, corpus=[str(corpus)], layers="2", max_occurrences=1000, pooling="pc,mean")
+    # every occurrence of "castle" is used (cap above its count): its mean and PC follow from them
+    from distill.corpus import iter_lines, word_spans
+    from distill.encoder import load_model
+
+    loaded = load_model("tiny", str(tiny_bert_dir), (2,))
+    import torch
+
+    rows = []
+    for text in iter_lines([str(corpus)]):
+        enc = loaded.tokenizer([text], return_offsets_mapping=True, return_tensors="pt")
+        offsets = enc.pop("offset_mapping")[0].numpy()
+        with torch.no_grad():
+            hidden = loaded.model(**enc, output_hidden_states=True).hidden_states[2][0]
+        for s, e in word_spans(text):
+            if text[s:e].lower() == "castle":
+                mask = (offsets[:, 0] < e) & (offsets[:, 1] > s) & (offsets[:, 1] > offsets[:, 0])
+                rows.append(hidden[torch.from_numpy(mask)].mean(0).numpy())
+    rows = np.array(rows)
+    assert len(rows) > 5
+    np.testing.assert_allclose(result[2, "mean"]["castle"], rows.mean(0), atol=1e-5)
+    np.testing.assert_allclose(result[2]["castle"], first_principal_component(rows), atol=1e-4)
+
+
+def test_same_seed_same_vectors_other_seed_other_sample(tiny_bert_dir, tmp_path):
+    a = _run(tiny_bert_dir, tmp_path / "a", layers="1", seed=3)
+    b = _run(tiny_bert_dir, tmp_path / "b", layers="1", seed=3)
+    c = _run(tiny_bert_dir, tmp_path / "c", layers="1", seed=4)
+    np.testing.assert_array_equal(a[1].vectors, b[1].vectors)
+    assert (a.out / "layer1.pc.bin").read_bytes() == (b.out / "layer1.pc.bin").read_bytes()
+    assert not np.allclose(a[1]["king"], c[1]["king"])  # "king" has more than 5 occurrences: resampled
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_causal_models_run_end_to_end(request, family, tmp_path):
+    model_dir = request.getfixturevalue(f"tiny_{family}_dir")
+    result = _run(model_dir, tmp_path, layers="all", max_length=24, stride=4)
+    m = result.manifest
+    assert m["encoding"]["long_sentences"] > 0  # the long line was split into windows
+    assert m["occurrences"]["not_aligned"] == 0
+    assert m["vocabulary"]["lowercase"] is False  # cased tokenizers keep case
+    assert {"The", "the"} <= set(result[1].key_to_index)
+
+
+def test_vocabulary_word_never_seen_is_dropped_and_counted(tiny_bert_dir, tmp_path):
+    result = _run(tiny_bert_dir, tmp_path, vocab_file=str(DATA / "word_list.txt"))
+    assert set(result[1].index_to_key) == {"king", "queen", "river", "unbelievable"}
+    assert result.manifest["vocabulary"]["dropped"] == {"not in corpus": 1}
+
+
+def test_layer_out_of_range_fails_before_the_model_loads(tiny_bert_dir, tmp_path):
+    with pytest.raises(ConfigError, match="layer 3 is out of range: this model has hidden states 0..2"):
+        _run(tiny_bert_dir, tmp_path, layers="3")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"\n\n", "has no text"), (b"ok line\n\xff\xfe bad\n", "line 2: bytes that are not UTF-8")],
+)
+def test_bad_corpus_is_a_clear_error(tiny_bert_dir, tmp_path, content, message):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        _run(tiny_bert_dir, tmp_path / "out", corpus=[str(corpus)])
+
+
+def test_unwritable_output_is_a_clear_error(tiny_bert_dir, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OutputError, match="cannot write to the output folder"):
+        _run(tiny_bert_dir, blocker / "out")
+
+
+def test_unknown_option_is_named():
+    with pytest.raises(ConfigError, match="unknown option.*layer_count"):
+        distill.run(layer_count=3)
+
+
+def test_cli_reads_stdin_and_reports_errors_in_one_line(tiny_bert_dir, tmp_path):
+    cmd = [
+        sys.executable,
+        "-m",
+        "distill",
+        "run",
+        "--model",
+        str(tiny_bert_dir),
+        "--corpus",
+        "-",
+        "--out",
+        str(tmp_path / "cli"),
+        "--min-count",
+        "2",
+        "--no-progress",
+    ]
+    done = subprocess.run(cmd, input=TINY_CORPUS.read_bytes(), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"wrote 4 files" in done.stdout
+    assert KeyedVectors.load_word2vec_format(str(tmp_path / "cli" / "layer1.pc.txt")).vector_size == 32
+    bad_cmd = [*cmd[:6], "--layers", "9", "--out", str(tmp_path / "x"), "--corpus", str(TINY_CORPUS)]
+    bad = subprocess.run(bad_cmd, capture_output=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.decode().strip().splitlines()[-1].startswith("error: layer 9 is out of range")
