@@ -308,10 +308,11 @@ def gather_occurrences(
     occ = torch.from_numpy(np.concatenate([p.occ + s for p, s in zip(batch, shift)])).to(device)
     tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)])).to(device)
     weight = torch.from_numpy(np.concatenate([p.weight for p in batch])).to(device)
-    stacked = torch.stack([hidden[layer] for layer in layers]).flatten(1, 2)  # (L, B*T, D)
-    pieces = stacked[:, tok].float() * weight[None, :, None]
-    pooled = torch.zeros((len(layers), int(shift[-1]) + len(batch[-1].rows), stacked.shape[-1]), device=device)
-    pooled.index_add_(1, occ, pieces)
+    n_occ = int(shift[-1]) + len(batch[-1].rows)
+    pooled = torch.zeros((len(layers), n_occ, hidden[0].shape[-1]), device=device)
+    for i, layer in enumerate(layers):
+        pieces = hidden[layer].flatten(0, 1)[tok].float() * weight[:, None]  # (p, D)
+        pooled[i].index_add_(0, occ, pieces)
     return np.concatenate([p.rows for p in batch]), pooled.cpu().numpy()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -71,10 +72,26 @@ def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray, counts: np.ndarr
 
 
 def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
-    """word2vec text (``binary=False``) or binary file that ``KeyedVectors.load_word2vec_format`` reads."""
+    """word2vec text (``binary=False``) or binary file that ``KeyedVectors.load_word2vec_format`` reads.
+
+    Binary files are gensim's own writer. Text files are formatted by numpy (``%.9g``: exact for
+    float32), several times faster than gensim's per-value ``repr``, in the same layout.
+    """
     with atomic_path(path) as tmp:
-        kv.save_word2vec_format(str(tmp), binary=binary, write_header=True)
+        if binary:
+            kv.save_word2vec_format(str(tmp), binary=True, write_header=True)
+        else:
+            _write_word2vec_text(kv.index_to_key, kv.vectors, tmp)
     return Path(path)
+
+
+def _write_word2vec_text(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:
+    buffer = io.BytesIO()
+    np.savetxt(buffer, vectors, fmt="%.9g", delimiter=" ")
+    rows = buffer.getvalue().splitlines()
+    with open(path, "wb") as handle:
+        handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
+        handle.writelines(f"{word} ".encode() + row + b"\n" for word, row in zip(words, rows))
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:

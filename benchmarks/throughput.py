@@ -1,0 +1,104 @@
+"""Pipeline throughput against the bare forward pass of the same model on the same batches.
+
+    .venv/bin/python benchmarks/throughput.py [--model minilm] [--layers all] [--lines N]
+
+In one process: (1) build the pipeline's own length-sorted batches of windows and time the bare
+forward pass over them (model cut to the same layers); (2) run the whole pipeline (read, count,
+sample, tokenize, align, forward, gather, store, reduce, write); (3) the bare pass again. Prints
+tokens/s of each, their ratio (pipeline over the mean of the two bare passes), the reduction time
+and the peak RSS. Machines are noisy: only the ratio measured side by side means much.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from distill.config import RunConfig, default_corpus, parse_layers, resolve_model
+from distill.corpus import build_vocabulary, count_words, iter_lines
+from distill.encoder import EncodeStats, _batched, forward_hidden, load_model, load_model_config, prepare_chunk
+from distill.occurrences import iter_jobs, plan_sample
+from distill.pipeline import run_pipeline
+
+
+def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[int, float]:
+    """Tokens and seconds of the forward passes alone, on the batches the pipeline builds."""
+    lowercase = model.uncased
+    vocab = build_vocabulary(
+        count_words(iter_lines(corpus), lowercase), lowercase=lowercase, min_count=config.min_count
+    )
+    plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
+    batches = []
+    for chunk in _batched(iter_jobs(iter_lines(corpus), vocab, plan), 4096):
+        prepared = prepare_chunk(model, chunk, config.stride, EncodeStats())
+        prepared.sort(key=lambda p: len(p.window.ids))
+        batches += [[p.window for p in batch] for batch in _batched(prepared, config.batch_size)]
+    tokens, seconds = 0, 0.0
+    with torch.inference_mode():
+        for batch in batches[-3:]:  # warm-up: first calls of the kernels are slow
+            forward_hidden(model, batch)
+        for batch in batches:
+            t0 = time.perf_counter()
+            hidden, _ = forward_hidden(model, batch)
+            hidden[-1].sum().item()  # wait for the device
+            seconds += time.perf_counter() - t0
+            tokens += sum(len(w.ids) for w in batch)
+    return tokens, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--layers", default="all")
+    parser.add_argument("--corpus", default=str(default_corpus()))
+    parser.add_argument("--lines", type=int, default=0, help="use only the first N lines (0: all)")
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+
+    corpus = args.corpus
+    tmp = Path(tempfile.mkdtemp(prefix="distill-bench-"))
+    if args.lines:
+        sliced = tmp / "corpus.txt"
+        with open(corpus, encoding="utf-8") as handle:
+            sliced.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
+        corpus = str(sliced)
+    config = RunConfig(model=args.model, corpus=(corpus,), out=str(tmp / "out"), layers=args.layers,
+                       device=args.device, progress=False)  # fmt: skip
+    source = resolve_model(args.model)
+    model_config = load_model_config(args.model, source)
+    layers = parse_layers(args.layers, int(model_config.num_hidden_layers))
+    model = load_model(args.model, source, layers, device=args.device, config=model_config)
+    print(f"model {source} on {model.device}, layers {args.layers} ({model.layers_run} of {model.n_layers} run), "
+          f"threads {torch.get_num_threads()}")  # fmt: skip
+
+    tokens1, bare1 = bare_forward(model, [corpus], config, layers)
+    t0 = time.perf_counter()
+    result = run_pipeline(config)
+    wall = time.perf_counter() - t0
+    tokens2, bare2 = bare_forward(model, [corpus], config, layers)
+    timings = result.manifest["timings_seconds"]
+    tokens = result.manifest["encoding"]["tokens"]
+    assert tokens == tokens1 == tokens2, (tokens, tokens1, tokens2)
+    bare_rate = 2 * tokens / (bare1 + bare2)
+    pipeline_seconds = wall - timings["load_model"]
+    pipeline_rate = tokens / pipeline_seconds
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"tokens {tokens:,}  words {result.manifest['vocabulary']['size']:,}  "
+          f"occurrences {result.manifest['occurrences']['encoded']:,}")  # fmt: skip
+    print(f"bare forward      {bare_rate:10,.0f} tokens/s  ({tokens / bare1:,.0f} before, {tokens / bare2:,.0f} after)")
+    print(f"pipeline          {pipeline_rate:10,.0f} tokens/s  ({pipeline_seconds:.1f} s without model load)")
+    print(f"ratio             {pipeline_rate / bare_rate:10.3f}")
+    print(f"stages (s)        {timings}")
+    print(f"peak RSS          {peak_gb:10.2f} GB")
+
+
+if __name__ == "__main__":
+    main()
