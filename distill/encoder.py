@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -316,6 +318,45 @@ def gather_occurrences(
     return np.concatenate([p.rows for p in batch]), pooled.cpu().numpy()
 
 
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def prefetch(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
+    """Iterate ``items`` in a background thread, up to ``depth`` ahead (tokenizers release the GIL).
+
+    An exception in the producer is raised in the consumer; a consumer that stops early stops it.
+    """
+    buffer: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    done, stop = object(), threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        buffer.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            buffer.put(done)
+        except BaseException as err:  # handed to the consumer, raised there
+            buffer.put(_Failed(err))
+
+    thread = threading.Thread(target=produce, name="distill-prefetch", daemon=True)
+    thread.start()
+    try:
+        while (item := buffer.get()) is not done:
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+
+
 def encode_occurrences(
     model: LoadedModel,
     jobs: Iterable[SentenceJob],
@@ -332,13 +373,20 @@ def encode_occurrences(
     stats = EncodeStats()
     start = time.perf_counter()
     bar = tqdm(total=total, unit="occ", desc="encoding", disable=not progress, dynamic_ncols=True)
-    with torch.inference_mode():
+    sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
+
+    def chunks() -> Iterator[list[_Prepared]]:
         for chunk in _batched(jobs, chunk_size):
             prepared = prepare_chunk(model, chunk, stride, stats)
             prepared.sort(key=lambda p: len(p.window.ids))
+            yield prepared
+
+    with torch.inference_mode():
+        for prepared in prefetch(chunks()):
             for batch in _batched(prepared, batch_size):
                 t0 = time.perf_counter()
                 hidden, width = forward_hidden(model, [p.window for p in batch])
+                sync()
                 stats.forward_seconds += time.perf_counter() - t0
                 rows, vectors = gather_occurrences(hidden, layers, batch, width)
                 store.write(rows, vectors)

@@ -53,13 +53,23 @@ def batched_first_pc(x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6) ->
     if not bool(converged.all()):
         stuck = torch.nonzero(~converged).flatten()
         logger.debug("power iteration: %d of %d words solved exactly", len(stuck), len(x))
-        for i in stuck.tolist():
-            _, _, vh = torch.linalg.svd(x[i].double(), full_matrices=False)
-            v[i] = vh[0].to(v.dtype)
+        v[stuck] = _exact_first_pc(x[stuck]).to(v.dtype)
     sign = torch.where((v * total).sum(dim=1) < 0, -1.0, 1.0).to(v.dtype)
     v = v * sign[:, None]
     sigma = torch.einsum("gmd,gd->gm", x, v).norm(dim=1)
     return v, sigma
+
+
+def _exact_first_pc(x: torch.Tensor) -> torch.Tensor:
+    """Top right singular vectors of (G, m, d) by one batched symmetric eigensolve, in float64."""
+    x = x.double()
+    if x.shape[1] <= x.shape[2]:  # the (m, m) Gram matrix is the smaller one
+        _, vectors = torch.linalg.eigh(x @ x.transpose(1, 2))
+        v = torch.einsum("gmd,gm->gd", x, vectors[:, :, -1])
+    else:
+        _, vectors = torch.linalg.eigh(x.transpose(1, 2) @ x)
+        v = vectors[:, :, -1]
+    return torch.nn.functional.normalize(v, dim=1)
 
 
 def reduce_words(

@@ -1,31 +1,57 @@
-"""Occurrence store: one float32 ``(n_rows, dim)`` matrix per layer, memory-mapped on disk.
+"""Occurrence store: one float32 ``(n_rows, dim)`` matrix per layer, in RAM or memory-mapped on disk.
 
 Row ``offsets[w] + k`` holds the k-th sampled occurrence of word ``w``. Rows never filled (an
-occurrence the tokenizer could not align) stay zero and are not counted in ``filled``.
+occurrence the tokenizer could not align) stay zero and are not counted in ``filled``. The store
+lives in RAM when it takes under half of the memory available, else in ``layer{L}.npy`` files
+under ``directory`` (the page cache then decides what stays in memory).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 
+logger = logging.getLogger(__name__)
+
+
+def available_memory() -> int:
+    """Bytes of memory the kernel says are available (MemAvailable), or physical memory."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
 
 class OccurrenceStore:
-    """Per-layer occurrence matrices under ``directory`` (``layer{L}.npy``), plus a filled mask."""
+    """Per-layer occurrence matrices, plus a mask of the rows filled."""
 
-    def __init__(self, directory: Path, layers: tuple[int, ...], n_rows: int, dim: int) -> None:
+    def __init__(
+        self, directory: Path, layers: tuple[int, ...], n_rows: int, dim: int, in_memory: bool | None = None
+    ) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.layers = layers
         self.dim = dim
-        self.matrices = {
-            layer: np.lib.format.open_memmap(
-                self.directory / f"layer{layer}.npy", mode="w+", dtype=np.float32, shape=(n_rows, dim)
-            )
-            for layer in layers
-        }
+        size = n_rows * dim * 4 * len(layers)
+        self.in_memory = size < available_memory() // 2 if in_memory is None else in_memory
+        logger.info("occurrence store: %.2f GB %s", size / 1e9, "in memory" if self.in_memory else "on disk")
+        if self.in_memory:
+            self.matrices = {layer: np.zeros((n_rows, dim), dtype=np.float32) for layer in layers}
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.matrices = {
+                layer: np.lib.format.open_memmap(
+                    self.directory / f"layer{layer}.npy", mode="w+", dtype=np.float32, shape=(n_rows, dim)
+                )
+                for layer in layers
+            }
         self.filled = np.zeros(n_rows, dtype=bool)
 
     def write(self, rows: np.ndarray, vectors: np.ndarray) -> None:
@@ -38,11 +64,6 @@ class OccurrenceStore:
         """(n_words,) number of filled rows of each word."""
         cumulative = np.concatenate([[0], np.cumsum(self.filled, dtype=np.int64)])
         return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
-
-    def flush(self) -> None:
-        for matrix in self.matrices.values():
-            matrix.flush()
-        np.save(self.directory / "filled.npy", self.filled)
 
     def remove(self) -> None:
         self.matrices.clear()

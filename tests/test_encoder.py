@@ -31,8 +31,8 @@ def test_cut_model_gives_the_full_models_hidden_states(tiny_model_dir, keep):
     torch.testing.assert_close(cut.hidden_states[keep], full[keep], atol=1e-5, rtol=1e-5)
 
 
-def _encode(loaded, jobs, layers, n_rows, tmp_path, **kwargs):
-    store = OccurrenceStore(tmp_path / "store", layers, n_rows, loaded.hidden_size)
+def _encode(loaded, jobs, layers, n_rows, tmp_path, in_memory=None, **kwargs):
+    store = OccurrenceStore(tmp_path / "store", layers, n_rows, loaded.hidden_size, in_memory=in_memory)
     stats = encode_occurrences(loaded, jobs, layers, store, progress=False, **kwargs)
     return store, stats
 
@@ -59,9 +59,23 @@ def test_batching_and_padding_do_not_change_vectors(tiny_bert_dir, tmp_path):
         s = text.index("king")
         jobs.append(SentenceJob(i, text, np.array([s]), np.array([s + 4]), np.array([i])))
     loaded = load_model("tiny", str(tiny_bert_dir), (2,))
-    together, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "a", batch_size=3)
-    alone, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "b", batch_size=1)
+    together, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "a", batch_size=3, in_memory=True)
+    alone, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "b", batch_size=1, in_memory=False)
+    assert isinstance(alone.matrices[2], np.memmap) and not isinstance(together.matrices[2], np.memmap)
     np.testing.assert_allclose(together.matrices[2], alone.matrices[2], atol=1e-5)
+
+
+def test_prefetch_passes_items_and_errors():
+    from distill.encoder import prefetch
+
+    assert list(prefetch(iter(range(10)), depth=2)) == list(range(10))
+
+    def broken():
+        yield 1
+        raise ConfigError("bad line 2")
+
+    with pytest.raises(ConfigError, match="bad line 2"):
+        list(prefetch(broken()))
 
 
 def test_long_sentence_is_encoded_window_by_window(tiny_bert_dir, tmp_path):

@@ -47,6 +47,13 @@ def test_batched_pc_without_a_gap_falls_back_to_exact(rng):
     np.testing.assert_allclose(v[0].numpy(), first_principal_component(x), atol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(3, 16), (30, 4)])  # Gram of the rows, then of the columns
+def test_exact_fallback_matches_numpy(rng, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    v, _ = batched_first_pc(torch.from_numpy(x)[None], max_iter=1)
+    np.testing.assert_allclose(v[0].numpy(), first_principal_component(x), atol=1e-5)
+
+
 def test_reduce_words_uses_each_words_rows(rng):
     sizes = [5, 1, 3, 200, 2]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
