@@ -61,8 +61,13 @@ def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray, counts: np.ndarr
     """
     from gensim.models import KeyedVectors
 
+    if len(set(words)) != len(words):
+        raise ValueError("duplicate words")
     kv = KeyedVectors(vector_size=vectors.shape[1], dtype=np.float32)
-    kv.add_vectors(list(words), np.ascontiguousarray(vectors, dtype=np.float32))
+    # direct assignment: add_vectors checks key by key, 100x slower for a large vocabulary
+    kv.index_to_key = list(words)
+    kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
+    kv.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if counts is not None:
         if np.any(np.diff(counts) > 0):
             raise ValueError("words must be sorted by descending count")

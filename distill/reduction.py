@@ -29,11 +29,14 @@ def first_principal_component(occurrences: np.ndarray) -> np.ndarray:
     return pc.astype(np.float32)
 
 
-def batched_first_pc(x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+def batched_first_pc(x: torch.Tensor, max_iter: int = 30, tol: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
     """Top right singular vectors of a batch of matrices.
 
     ``x``: (G, m, d), zero rows allowed (they change neither the PC nor its sign).
     Returns (G, d) unit vectors signed toward the row sum, and (G,) first singular values.
+    Words whose step falls under ``tol`` leave the iteration (the stopped error is about
+    ``tol * r^2 / (1 - r^2)`` for a singular value ratio r); those still moving after ``max_iter``
+    steps are solved exactly.
     """
     total = x.sum(dim=1)  # (G, d)
     v = torch.nn.functional.normalize(total, dim=1)
@@ -42,18 +45,22 @@ def batched_first_pc(x: torch.Tensor, max_iter: int = 100, tol: float = 1e-6) ->
         rows = x[dead]
         pick = rows.norm(dim=2).argmax(dim=1)
         v[dead] = torch.nn.functional.normalize(rows[torch.arange(len(rows)), pick], dim=1)
-    converged = torch.zeros(len(x), dtype=torch.bool, device=x.device)
+    active = torch.arange(len(x), device=x.device)  # words still iterating
+    xs, vs = x, v
     for _ in range(max_iter):
-        w = torch.einsum("gmd,gm->gd", x, torch.einsum("gmd,gd->gm", x, v))
+        w = torch.bmm(xs.transpose(1, 2), torch.bmm(xs, vs[:, :, None])).squeeze(2)
         w = torch.nn.functional.normalize(w, dim=1)
-        converged = (w - v).norm(dim=1) < tol
-        v = w
-        if bool(converged.all()):
+        moving = (w - vs).norm(dim=1) >= tol
+        v[active] = w
+        if not bool(moving.any()):
+            active = active[:0]
             break
-    if not bool(converged.all()):
-        stuck = torch.nonzero(~converged).flatten()
-        logger.debug("power iteration: %d of %d words solved exactly", len(stuck), len(x))
-        v[stuck] = _exact_first_pc(x[stuck]).to(v.dtype)
+        if int(moving.sum()) < 0.75 * len(active):  # drop the converged words from the batch
+            active, xs, w = active[moving], xs[moving], w[moving]
+        vs = w
+    if len(active):
+        logger.debug("power iteration: %d of %d words solved exactly", len(active), len(x))
+        v[active] = _exact_first_pc(x[active]).to(v.dtype)
     sign = torch.where((v * total).sum(dim=1) < 0, -1.0, 1.0).to(v.dtype)
     v = v * sign[:, None]
     sigma = torch.einsum("gmd,gd->gm", x, v).norm(dim=1)
@@ -103,9 +110,10 @@ def reduce_words(
         similar = int(np.searchsorted(negative_sorted, -(width / 2), side="right")) - i  # pad at most 2x
         group = max(1, min(similar, max_elements // max(1, width * dim)))
         ids = order[i : i + group]
-        block = np.zeros((len(ids), width, dim), dtype=np.float32)
-        for j, w in enumerate(ids):
-            block[j, : sizes[w]] = matrix[offsets[w] : offsets[w + 1]]
+        steps = np.arange(width)
+        valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
+        block = matrix[np.where(valid, offsets[ids][:, None] + steps[None, :], 0)]  # one gather
+        block[~valid] = 0.0
         x = torch.from_numpy(block).to(device)
         if pooling is Pooling.PC:
             vectors, _ = batched_first_pc(x)
