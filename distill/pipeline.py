@@ -173,6 +173,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
                     plan.offsets,
                     filled,
                     pooling,
+                    position=store.position,
                     device=model.device,
                     normalize=config.normalize,
                     progress=config.progress,

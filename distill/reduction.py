@@ -85,6 +85,7 @@ def reduce_words(
     filled: np.ndarray,
     pooling: Pooling,
     *,
+    position: np.ndarray | None = None,
     device: torch.device | str = "cpu",
     max_elements: int = 2**25,
     normalize: bool = False,
@@ -93,7 +94,8 @@ def reduce_words(
 ) -> np.ndarray:
     """One vector per word from its rows ``offsets[w]:offsets[w+1]`` of ``matrix`` (n_rows, d).
 
-    ``filled``: (n_words,) rows of each word really encoded (unfilled rows are zero). Words are
+    ``filled``: (n_words,) rows of each word really encoded (unfilled rows are zero). With
+    ``position``, logical row r lives at ``matrix[position[r]]`` (the store's append order). Words are
     processed in groups of similar size, padded with zero rows. Returns (n_words, d) float32;
     words with no filled row get a zero vector (the caller drops them).
     """
@@ -112,7 +114,8 @@ def reduce_words(
         ids = order[i : i + group]
         steps = np.arange(width)
         valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
-        block = matrix[np.where(valid, offsets[ids][:, None] + steps[None, :], 0)]  # one gather
+        rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0)
+        block = matrix[rows if position is None else position[rows]]  # one gather
         block[~valid] = 0.0
         x = torch.from_numpy(block).to(device)
         if pooling is Pooling.PC:

@@ -49,7 +49,7 @@ def test_occurrence_is_the_mean_of_its_pieces_in_every_layer(tiny_model_dir, tmp
         assert pieces.sum() >= 1
         for layer in (0, 1, 2):
             expected = full[layer][0, torch.from_numpy(pieces)].mean(0).numpy()
-            np.testing.assert_allclose(store.matrices[layer][row], expected, atol=1e-5)
+            np.testing.assert_allclose(store.vectors(layer, np.array([row]))[0], expected, atol=1e-5)
 
 
 def test_batching_and_padding_do_not_change_vectors(tiny_bert_dir, tmp_path):
@@ -62,7 +62,8 @@ def test_batching_and_padding_do_not_change_vectors(tiny_bert_dir, tmp_path):
     together, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "a", batch_size=3, in_memory=True)
     alone, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "b", batch_size=1, in_memory=False)
     assert isinstance(alone.matrices[2], np.memmap) and not isinstance(together.matrices[2], np.memmap)
-    np.testing.assert_allclose(together.matrices[2], alone.matrices[2], atol=1e-5)
+    rows = np.arange(3)
+    np.testing.assert_allclose(together.vectors(2, rows), alone.vectors(2, rows), atol=1e-5)
 
 
 def test_prefetch_passes_items_and_errors():
@@ -94,7 +95,7 @@ def test_long_sentence_is_encoded_window_by_window(tiny_bert_dir, tmp_path):
     with torch.no_grad():
         hidden = loaded.model(input_ids=torch.tensor([last.window.ids]), output_hidden_states=True).hidden_states[1]
     positions = last.tok[last.occ == list(last.rows).index(1)]
-    np.testing.assert_allclose(store.matrices[1][1], hidden[0, positions].mean(0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(store.vectors(1, np.array([1]))[0], hidden[0, positions].mean(0).numpy(), atol=1e-5)
 
 
 def test_unloadable_model_folder_is_a_clear_error(tmp_path):

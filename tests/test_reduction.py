@@ -67,6 +67,26 @@ def test_reduce_words_uses_each_words_rows(rng):
         np.testing.assert_allclose(means[w], rows.mean(axis=0), atol=1e-5)
 
 
+def test_reduce_words_reads_rows_through_the_store_position(rng):
+    from distill.store import OccurrenceStore
+
+    sizes = np.array([3, 1, 2])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    logical = rng.standard_normal((6, 4)).astype(np.float32)
+    store = OccurrenceStore(None, (1,), 6, 4, in_memory=True)
+    for rows in ([5, 0], [3], [1, 2]):  # encoded out of order, row 4 never
+        store.write(np.array(rows), logical[rows][None])
+    expected = logical.copy()
+    expected[4] = 0.0
+    filled = store.filled_per_word(offsets)
+    assert list(filled) == [3, 1, 1]
+    means = reduce_words(store.matrices[1], offsets, filled, Pooling.MEAN, position=store.position)
+    np.testing.assert_allclose(means[0], expected[0:3].mean(0), atol=1e-6)
+    np.testing.assert_allclose(means[2], expected[5], atol=1e-6)  # the unfilled row adds zero, counts nothing
+    pcs = reduce_words(store.matrices[1], offsets, filled, Pooling.PC, position=store.position)
+    np.testing.assert_allclose(pcs[0], first_principal_component(expected[0:3]), atol=1e-5)
+
+
 def test_reduce_words_mean_ignores_unfilled_rows_and_zeroes_empty_words():
     matrix = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0]], dtype=np.float32)
     offsets = np.array([0, 2, 3, 4])
