@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -166,6 +167,8 @@ def run_pipeline(config: RunConfig) -> RunResult:
         words = [w for w, k in zip(vocab.words, keep) if k]
         vectors: dict[str, Any] = {}
         files: list[str] = []
+        writer = ThreadPoolExecutor(max_workers=1)  # layer L is written while layer L+1 is reduced
+        pending: list[Future[Any]] = []
         for layer in layers:
             for pooling in config.pooling:
                 matrix = reduce_words(
@@ -181,11 +184,18 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 )[keep]
                 name = stem(layer, pooling)
                 kv = to_keyed_vectors(words, matrix, vocab.counts[keep])
-                write_word2vec(kv, out / f"{name}.txt", binary=False)
-                write_word2vec(kv, out / f"{name}.bin", binary=True)
-                write_faiss(words, matrix, out / f"{name}.faiss")
+                pending += [
+                    writer.submit(write_word2vec, kv, out / f"{name}.txt", binary=False),
+                    writer.submit(write_word2vec, kv, out / f"{name}.bin", binary=True),
+                    writer.submit(write_faiss, words, matrix, out / f"{name}.faiss"),
+                ]
                 files += [f"{name}.txt", f"{name}.bin", f"{name}.faiss", f"{name}.faiss.words.txt"]
                 vectors[name] = kv
+        try:
+            for future in pending:
+                future.result()  # raises the first write error (disk full ...) here
+        finally:
+            writer.shutdown(cancel_futures=True)
         timings["reduce_and_write"] = time.perf_counter() - t0
         timings["total"] = time.perf_counter() - started
 

@@ -169,3 +169,15 @@ def test_cli_reads_stdin_and_reports_errors_in_one_line(tiny_bert_dir, tmp_path)
     bad = subprocess.run(bad_cmd, capture_output=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.decode().strip().splitlines()[-1].startswith("error: layer 9 is out of range")
+
+
+def test_write_error_in_the_writer_thread_reaches_the_caller(tiny_bert_dir, tmp_path, monkeypatch):
+    import distill.pipeline
+
+    def full_disk(*args, **kwargs):
+        raise OutputError("disk full while writing layer1.pc.faiss; free some space or choose another --out")
+
+    monkeypatch.setattr(distill.pipeline, "write_faiss", full_disk)
+    with pytest.raises(OutputError, match="disk full"):
+        _run(tiny_bert_dir, tmp_path / "out")
+    assert not (tmp_path / "out" / "manifest.json").exists()
