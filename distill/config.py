@@ -6,7 +6,7 @@ import dataclasses
 import enum
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,6 @@ class RunConfig:
     normalize: bool = False
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
     progress: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))

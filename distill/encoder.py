@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -219,7 +219,6 @@ class EncodeStats:
     not_aligned: int = 0  # occurrences with no piece in any window (dropped)
     forward_seconds: float = 0.0
     seconds: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
