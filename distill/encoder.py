@@ -356,6 +356,22 @@ def prefetch(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
         stop.set()
 
 
+def iter_batches(
+    model: LoadedModel,
+    jobs: Iterable[SentenceJob],
+    stats: EncodeStats,
+    *,
+    batch_size: int = 64,
+    stride: int = 32,
+    chunk_size: int = 4096,
+) -> Iterator[list[_Prepared]]:
+    """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk."""
+    for chunk in _batched(jobs, chunk_size):
+        prepared = prepare_chunk(model, chunk, stride, stats)
+        prepared.sort(key=lambda p: len(p.window.ids))
+        yield from _batched(prepared, batch_size)
+
+
 def encode_occurrences(
     model: LoadedModel,
     jobs: Iterable[SentenceJob],
@@ -374,25 +390,19 @@ def encode_occurrences(
     bar = tqdm(total=total, unit="occ", desc="encoding", disable=not progress, dynamic_ncols=True)
     sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
 
-    def chunks() -> Iterator[list[_Prepared]]:
-        for chunk in _batched(jobs, chunk_size):
-            prepared = prepare_chunk(model, chunk, stride, stats)
-            prepared.sort(key=lambda p: len(p.window.ids))
-            yield prepared
-
+    batches = iter_batches(model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size)
     with torch.inference_mode():
-        for prepared in prefetch(chunks()):
-            for batch in _batched(prepared, batch_size):
-                t0 = time.perf_counter()
-                hidden, width = forward_hidden(model, [p.window for p in batch])
-                sync()
-                stats.forward_seconds += time.perf_counter() - t0
-                rows, vectors = gather_occurrences(hidden, layers, batch, width)
-                store.write(rows, vectors)
-                stats.occurrences += len(rows)
-                stats.tokens += sum(len(p.window.ids) for p in batch)
-                bar.update(len(rows))
-                bar.set_postfix(tok_s=f"{stats.tokens / (time.perf_counter() - start):,.0f}", refresh=False)
+        for batch in prefetch(batches, depth=2 * (chunk_size // batch_size)):  # up to two chunks ahead
+            t0 = time.perf_counter()
+            hidden, width = forward_hidden(model, [p.window for p in batch])
+            sync()
+            stats.forward_seconds += time.perf_counter() - t0
+            rows, vectors = gather_occurrences(hidden, layers, batch, width)
+            store.write(rows, vectors)
+            stats.occurrences += len(rows)
+            stats.tokens += sum(len(p.window.ids) for p in batch)
+            bar.update(len(rows))
+            bar.set_postfix(tok_s=f"{stats.tokens / (time.perf_counter() - start):,.0f}", refresh=False)
     bar.close()
     stats.seconds = time.perf_counter() - start
     if stats.not_aligned:
