@@ -99,6 +99,13 @@ def _write_word2vec_text(words: Sequence[str], vectors: np.ndarray, path: Path) 
         handle.writelines(f"{word} ".encode() + row + b"\n" for word, row in zip(words, rows))
 
 
+def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> Path:
+    """``word<TAB>count`` per line, most frequent first: the run's vocabulary, for baselines trained on it."""
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(f"{w}\t{int(c)}\n" for w, c in zip(words, counts)), encoding="utf-8")
+    return Path(path)
+
+
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)

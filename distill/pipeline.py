@@ -26,7 +26,7 @@ from distill.config import (
 )
 from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.encoder import encode_occurrences, load_model, load_model_config
-from distill.export import check_writable, to_keyed_vectors, write_faiss, write_json, write_word2vec
+from distill.export import check_writable, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
 from distill.occurrences import iter_jobs, plan_sample
 from distill.reduction import reduce_words
 from distill.store import OccurrenceStore
@@ -166,9 +166,9 @@ def run_pipeline(config: RunConfig) -> RunResult:
             dropped["no alignable occurrence"] = int((~keep).sum())
         words = [w for w, k in zip(vocab.words, keep) if k]
         vectors: dict[str, Any] = {}
-        files: list[str] = []
+        files: list[str] = ["vocab.tsv"]
         writer = ThreadPoolExecutor(max_workers=1)  # layer L is written while layer L+1 is reduced
-        pending: list[Future[Any]] = []
+        pending: list[Future[Any]] = [writer.submit(write_vocab, words, vocab.counts[keep], out / "vocab.tsv")]
         for layer in layers:
             for pooling in config.pooling:
                 matrix = reduce_words(

@@ -1,14 +1,30 @@
+import math
+
 import numpy as np
 import pytest
 
-from distill.config import ConfigError
+from distill.config import ConfigError, data_dir
 from distill.evaluation import evaluate_similarity, load_similarity
-from distill.evaluation.datasets import SimilarityDataset
+from distill.evaluation.datasets import (
+    REGISTRY,
+    AnalogyDataset,
+    CategorizationDataset,
+    RelationalDataset,
+    SimilarityDataset,
+    load_benchmark,
+)
+from distill.evaluation.metrics import evaluate_analogy, evaluate_categorization, evaluate_relational, purity
 from distill.export import to_keyed_vectors
+
+GLOVE_4K = data_dir() / "vectors" / "glove.6B.50d.cs124-4k.txt"
+
+
+def _need_data() -> None:
+    if not (data_dir() / "similarity").is_dir():
+        pytest.skip(f"{data_dir()} is missing: these tests need ../shared/data (or DISTILL_DATA)")
 
 
 def test_spearman_against_a_hand_computed_value():
-    # cosines of the three covered pairs: a-b 1.0, a-c 0.0, b-c 0.0 ... made distinct below
     words = ["a", "b", "c", "d"]
     vectors = np.array([[1, 0], [1, 0.2], [0, 1], [1, 1]], dtype=np.float32)
     kv = to_keyed_vectors(words, vectors)
@@ -22,10 +38,153 @@ def test_spearman_against_a_hand_computed_value():
     assert evaluate_similarity(kv, swapped).spearman == pytest.approx(-1.0)
 
 
+def test_similarity_paper_policy_gives_missing_words_the_mean_vector():
+    # mean of a, b, c = (1/3, 1/3) -> direction (1, 1)/sqrt2; cos(a, mean) = 0.707
+    kv = to_keyed_vectors(["a", "b", "c"], np.array([[1, 0], [0, 1], [0, 0]], dtype=np.float32))
+    data = SimilarityDataset("toy", (("a", "b"), ("a", "zz"), ("a", "a")), (1.0, 2.0, 3.0))
+    standard = evaluate_similarity(kv, data, oov="standard")
+    paper = evaluate_similarity(kv, data, oov="paper")
+    # standard scores (a,b)=0, (a,a)=1 against 1, 3 -> rho 1; paper adds (a, mean)=0.707 against 2 -> still 1
+    assert standard.spearman == pytest.approx(1.0) and paper.spearman == pytest.approx(1.0)
+    assert (paper.n_total, paper.n_covered, paper.oov) == (3, 2, "paper")
+    reordered = SimilarityDataset("toy", data.pairs, (1.0, 3.0, 2.0))  # now the OOV pair ranks top in gold
+    # cosines 0, 0.707, 1 against 1, 3, 2: ranks (1,2,3) vs (1,3,2) -> rho = 1 - 6*2/(3*8) = 0.5
+    assert evaluate_similarity(kv, reordered, oov="paper").spearman == pytest.approx(0.5)
+
+
 def test_no_covered_pair_is_an_error():
     kv = to_keyed_vectors(["a"], np.ones((1, 2), dtype=np.float32))
     with pytest.raises(ValueError, match="none of 1 pairs is in the vocabulary"):
         evaluate_similarity(kv, SimilarityDataset("toy", (("x", "y"),), (1.0,)))
+
+
+def _royal_kv():
+    words = ["man", "woman", "king", "queen", "apple"]
+    vectors = np.array(
+        [[1, 0, 0, 0.0], [1, 1, 0, 0.0], [1, 0, 1, 0.0], [1, 1, 1, 0.0], [0, 0, 0, 1.0]], dtype=np.float32
+    )
+    return to_keyed_vectors(words, vectors)
+
+
+def test_analogy_finds_the_fourth_word_and_skips_questions_with_missing_words():
+    kv = _royal_kv()
+    data = AnalogyDataset(
+        "toy",
+        (("man", "woman", "king", "queen"), ("man", "king", "woman", "queen"), ("man", "woman", "king", "prince")),
+        ("semantic", "semantic", "syntactic"),
+    )
+    for method in ("3cosadd", "3cosmul"):
+        total, semantic, syntactic = evaluate_analogy(kv, data, method)
+        assert (total.score, total.n_total, total.n_covered, total.method) == (1.0, 3, 2, method)
+        assert (semantic.section, semantic.score) == ("semantic", 1.0)
+        assert syntactic.n_covered == 0 and math.isnan(syntactic.score)
+        paper = evaluate_analogy(kv, data, method, oov="paper")[0]
+        assert paper.score == pytest.approx(2 / 3)  # the question with a missing answer is a miss
+
+
+def test_analogy_never_answers_a_question_word():
+    # b - a + c is closest to c itself here; excluding question words leaves d
+    words = ["a", "b", "c", "d"]
+    vectors = np.array([[1, 0], [1, 0.1], [0, 1], [0.3, 1]], dtype=np.float32)
+    kv = to_keyed_vectors(words, vectors)
+    data = AnalogyDataset("toy", (("a", "b", "c", "d"),), ("all",))
+    assert evaluate_analogy(kv, data)[0].score == 1.0
+    with pytest.raises(ValueError, match="none of 1 questions"):  # d is not among the 3 most frequent words
+        evaluate_analogy(kv, data, top_n=3)
+
+
+def test_analogy_chunks_give_the_same_answers(rng):
+    words = [f"w{i}" for i in range(50)]
+    kv = to_keyed_vectors(words, rng.standard_normal((50, 8)).astype(np.float32))
+    questions = tuple(tuple(rng.choice(words, 4, replace=False)) for _ in range(40))
+    data = AnalogyDataset("toy", questions, ("all",) * 40)  # type: ignore[arg-type]
+    for method in ("3cosadd", "3cosmul"):
+        whole = evaluate_analogy(kv, data, method)[0].score
+        assert evaluate_analogy(kv, data, method, chunk_bytes=1)[0].score == whole
+
+
+def test_purity_by_hand():
+    # cluster 0 holds a, a, b (2 right); cluster 1 holds b (1 right): 3 / 4
+    assert purity(["a", "a", "b", "b"], np.array([0, 0, 0, 1])) == 0.75
+    assert purity(["a", "b"], np.array([1, 1])) == 0.5
+
+
+def test_categorization_of_separated_groups_is_pure(rng):
+    centers = {"fruit": [10, 0, 0], "tool": [0, 10, 0], "bird": [0, 0, 10]}
+    words, vectors, labels = [], [], []
+    for category, center in centers.items():
+        for i in range(5):
+            words.append(f"{category}{i}")
+            vectors.append(np.array(center) + rng.standard_normal(3) * 0.1)
+            labels.append(category)
+    kv = to_keyed_vectors(words, np.array(vectors, dtype=np.float32))
+    data = CategorizationDataset("toy", (*words, "unknown"), (*labels, "fruit"))
+    score = evaluate_categorization(kv, data)
+    assert (score.score, score.n_total, score.n_covered) == (1.0, 16, 15)
+    assert evaluate_categorization(kv, data, oov="paper").score == pytest.approx(15 / 16)
+
+
+def test_relational_score_by_hand():
+    # prototype offset a - b = (1, 0); pairs' offsets dotted with it: 3, 2, 1 -> same order as gold
+    kv = to_keyed_vectors(
+        ["a", "b", "p", "q", "r", "s", "t"],
+        np.array([[1, 0], [0, 0.001], [1, 0], [0, 1], [1, 1], [0, 2], [0, 0]], dtype=np.float32) + 0.0,
+    )
+    data = RelationalDataset(
+        "toy",
+        prototypes={"1a": (("a", "b"),)},
+        pairs={"1a": (("p", "q"), ("r", "s"), ("t", "p"), ("zz", "p"))},
+        scores={"1a": (30.0, 10.0, -20.0, 0.0)},
+    )
+    score = evaluate_relational(kv, data)
+    assert (score.score, score.n_total, score.n_covered) == (pytest.approx(1.0), 4, 3)
+
+
+def test_every_registered_benchmark_loads_with_its_published_size():
+    _need_data()
+    sizes = {
+        "simlex999": 999,
+        "men": 3000,
+        "ws353": 353,
+        "ws353_sim": 203,
+        "ws353_rel": 252,
+        "rw": 2034,
+        "mturk287": 287,
+        "google": 19544,
+        "msr": 8000,
+        "ap": 402,
+        "bless": 200,
+        "battig": 5231,
+        "essli2008": 45,
+    }
+    classes = {"ap": 21, "bless": 17, "battig": 56, "essli2008": 9}
+    for name in REGISTRY:
+        data = load_benchmark(name)
+        if isinstance(data, SimilarityDataset):
+            assert len(data.pairs) == len(data.scores) == sizes[name]
+        elif isinstance(data, AnalogyDataset):
+            assert len(data.questions) == sizes[name]
+        elif isinstance(data, CategorizationDataset):
+            assert len(data.words) == sizes[name] and len(set(data.categories)) == classes[name]
+        else:
+            assert len(data.pairs) == 79 and sum(map(len, data.pairs.values())) == 3218
+    google = load_benchmark("google")
+    assert google.sections.count("semantic") == 8869 and google.sections.count("syntactic") == 10675
+    assert google.questions[0] == ("Athens", "Greece", "Baghdad", "Iraq")
+
+
+def test_a_changed_benchmark_file_is_refused(tmp_path, monkeypatch):
+    _need_data()
+    (tmp_path / "similarity").mkdir()
+    original = (data_dir() / "similarity" / "simlex999.tsv").read_text()
+    (tmp_path / "similarity" / "simlex999.tsv").write_text(original.replace("9.2", "9.3", 1))
+    monkeypatch.setenv("DISTILL_DATA", str(tmp_path))
+    with pytest.raises(ConfigError, match="simlex999.tsv has sha256 .* not the registry's"):
+        load_benchmark("simlex999")
+    with pytest.raises(ConfigError, match="men_natural.tsv not found; set DISTILL_DATA"):
+        load_benchmark("men")
+    with pytest.raises(ConfigError, match="unknown benchmark 'simlex'"):
+        load_benchmark("simlex")
 
 
 def test_similarity_files_load(tmp_path):
@@ -36,3 +195,36 @@ def test_similarity_files_load(tmp_path):
     path.write_text("word1\tword2\tscore\nold\tnew\n")
     with pytest.raises(ConfigError, match="line 2: expected word1<TAB>word2<TAB>score"):
         load_similarity(path)
+    path.write_text("word1\tword2\tscore\nold\tnew\thigh\n")
+    with pytest.raises(ConfigError, match="line 2: score 'high' is not a number"):
+        load_similarity(path)
+
+
+def test_similarity_equals_gensim_evaluate_word_pairs():
+    _need_data()
+    from distill.evaluation.vectors import read_vectors
+
+    kv = read_vectors(GLOVE_4K)
+    for name in ("simlex999", "men", "ws353"):
+        path = data_dir() / REGISTRY[name].path
+        _, gensim_rho, oov_ratio = kv.evaluate_word_pairs(str(path), delimiter="\t")  # skips the header line
+        ours = evaluate_similarity(kv, load_benchmark(name))
+        assert ours.spearman == pytest.approx(gensim_rho.statistic, abs=1e-9)
+        assert ours.n_covered == round(ours.n_total * (1 - oov_ratio / 100))
+
+
+def test_google_accuracy_equals_gensim_evaluate_word_analogies():
+    _need_data()
+    from distill.evaluation.vectors import read_vectors
+
+    kv = read_vectors(GLOVE_4K)
+    questions = data_dir() / "analogy" / "original" / "google" / "questions-words.txt"
+    for top_n in (1000, None):
+        gensim_score, sections = kv.evaluate_word_analogies(str(questions), restrict_vocab=top_n or 10**6)
+        total, semantic, syntactic = evaluate_analogy(kv, load_benchmark("google"), top_n=top_n)
+        assert total.score == pytest.approx(gensim_score, abs=1e-12)
+        assert total.n_covered == len(sections[-1]["correct"]) + len(sections[-1]["incorrect"])
+        gensim_semantic = [s for s in sections[:-1] if not s["section"].startswith("gram")]
+        correct = sum(len(s["correct"]) for s in gensim_semantic)
+        assert semantic.score * semantic.n_covered == pytest.approx(correct)
+        assert semantic.n_covered + syntactic.n_covered == total.n_covered

@@ -1,0 +1,224 @@
+"""Evaluate sets of vectors on every benchmark and write the Table-1-style report (md, json, plots)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distill.config import ConfigError
+from distill.evaluation.datasets import (
+    REGISTRY,
+    AnalogyDataset,
+    CategorizationDataset,
+    RelationalDataset,
+    SimilarityDataset,
+    load_benchmark,
+)
+from distill.evaluation.metrics import (
+    AnalogyMethod,
+    Oov,
+    Score,
+    evaluate_analogy,
+    evaluate_categorization,
+    evaluate_relational,
+    evaluate_similarity,
+    is_lowercase_vocabulary,
+)
+from distill.evaluation.vectors import Vectors
+from distill.export import to_keyed_vectors, write_json
+
+logger = logging.getLogger(__name__)
+
+#: Columns of the markdown tables: (benchmark, section, short title).
+COLUMNS = (
+    ("simlex999", "all", "SimLex"),
+    ("men", "all", "MEN"),
+    ("ws353", "all", "WS353"),
+    ("ws353_sim", "all", "WS-sim"),
+    ("ws353_rel", "all", "WS-rel"),
+    ("rw", "all", "RW"),
+    ("mturk287", "all", "MTurk"),
+    ("google", "all", "Google"),
+    ("google", "semantic", "G-sem"),
+    ("google", "syntactic", "G-syn"),
+    ("msr", "all", "MSR"),
+    ("semeval2012", "all", "SemEval"),
+    ("ap", "all", "AP"),
+    ("bless", "all", "BLESS"),
+    ("battig", "all", "Battig"),
+    ("essli2008", "all", "ESSLLI"),
+)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What to score and how; the same for every row of a report."""
+
+    benchmarks: tuple[str, ...] = tuple(REGISTRY)
+    oov: tuple[Oov, ...] = (Oov.STANDARD, Oov.PAPER)
+    analogy_methods: tuple[AnalogyMethod, ...] = (AnalogyMethod.COSADD, AnalogyMethod.COSMUL)
+    analogy_top_n: int | None = None
+    lowercase: bool | None = None  # None: lowercase benchmark words when the vocabulary is all lower case
+    seed: int = 0
+
+
+@dataclass
+class Row:
+    """One set of vectors and its scores."""
+
+    label: str
+    path: str
+    meta: dict[str, Any]
+    baseline: bool = False
+    scores: list[Score] = field(default_factory=list)
+
+    def get(self, benchmark: str, section: str = "all", oov: str = "standard", method: str = "3cosadd") -> Score | None:
+        for s in self.scores:
+            if (s.benchmark, s.section, s.oov) == (benchmark, section, oov) and s.method in ("", method):
+                return s
+        return None
+
+
+def restrict(kv: Any, words: Iterable[str]) -> Any:
+    """The vectors of ``kv`` whose word is in ``words``, in ``kv``'s order."""
+    keep = set(words)
+    rows = [i for i, w in enumerate(kv.index_to_key) if w in keep]
+    if not rows:
+        raise ConfigError("no word of the vectors is in the restricting vocabulary; check its casing")
+    return to_keyed_vectors([kv.index_to_key[i] for i in rows], kv.vectors[rows])
+
+
+def score_vectors(kv: Any, options: EvalOptions, datasets: dict[str, Any] | None = None) -> list[Score]:
+    """Every benchmark of ``options`` under every OOV policy (and analogy method)."""
+    datasets = datasets if datasets is not None else {n: load_benchmark(n) for n in options.benchmarks}
+    lowercase = is_lowercase_vocabulary(kv) if options.lowercase is None else options.lowercase
+    scores: list[Score] = []
+    for name, data in datasets.items():
+        for oov in options.oov:
+            try:
+                if isinstance(data, SimilarityDataset):
+                    scores.append(evaluate_similarity(kv, data, oov, lowercase))
+                elif isinstance(data, AnalogyDataset):
+                    for method in options.analogy_methods:
+                        scores += evaluate_analogy(kv, data, method, oov, lowercase, options.analogy_top_n)
+                elif isinstance(data, CategorizationDataset):
+                    scores.append(evaluate_categorization(kv, data, oov, lowercase, options.seed))
+                elif isinstance(data, RelationalDataset):
+                    scores.append(evaluate_relational(kv, data, oov, lowercase))
+            except ValueError as err:  # nothing covered: a score of nothing, with coverage 0
+                logger.warning("%s", err)
+                scores.append(Score(name, "none", math.nan, 0, 0, oov.value))
+    return scores
+
+
+def evaluate_rows(
+    vectors: Sequence[Vectors],
+    options: EvalOptions,
+    baselines: Sequence[Vectors] = (),
+    restrict_to: Iterable[str] | None = None,
+    progress: bool = True,
+) -> list[Row]:
+    """Score each set of vectors (optionally restricted to one vocabulary); baselines are marked as such."""
+    from tqdm.auto import tqdm
+
+    vocab = set(restrict_to) if restrict_to is not None else None
+    datasets = {n: load_benchmark(n) for n in options.benchmarks}
+    rows = []
+    todo = [(v, False) for v in vectors] + [(v, True) for v in baselines]
+    for vec, is_baseline in tqdm(todo, desc="evaluating", unit="set", disable=not progress):
+        kv = restrict(vec.kv, vocab) if vocab is not None else vec.kv
+        meta = dict(vec.meta, evaluated_vocab_size=len(kv.index_to_key))
+        rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets)))
+    return rows
+
+
+def _cell(score: Score | None, coverage: bool) -> str:
+    if score is None:
+        return ""
+    if math.isnan(score.score):
+        return "–"
+    return f"{score.score:.3f} ({score.n_covered})" if coverage else f"{score.score:.3f}"
+
+
+def markdown(rows: Sequence[Row], options: EvalOptions, title: str = "Evaluation", notes: Sequence[str] = ()) -> str:
+    """Tables per OOV policy (and analogy method): rows = vector sets, columns = benchmarks."""
+    columns = [c for c in COLUMNS if c[0] in options.benchmarks]
+    lines = [f"# {title}", ""]
+    lines += [f"- {n}" for n in notes]
+    lines += [
+        "- similarity and SemEval: Spearman ρ; analogies: accuracy (question words excluded"
+        + (f", candidates = top {options.analogy_top_n} words" if options.analogy_top_n else "")
+        + "); categorization: cluster purity.",
+        "- `standard`: items with a missing word are skipped; (n) = items scored. "
+        "`paper`: a missing word gets the mean vector (Ethayarajh 2019), every item scored.",
+        "",
+    ]
+    totals = {(b, s): next((x.n_total for r in rows if (x := r.get(b, s)) and x.n_total), 0) for b, s, _ in columns}
+    for oov in options.oov:
+        for method in options.analogy_methods if oov is Oov.STANDARD else options.analogy_methods[:1]:
+            cols = (
+                columns if method is options.analogy_methods[0] else [c for c in columns if c[0] in ("google", "msr")]
+            )
+            if not cols:
+                continue
+            lines.append(f"## OOV policy `{oov.value}`, analogies by {method.value}")
+            lines.append("")
+            lines.append("| vectors | " + " | ".join(f"{t} /{totals[(b, s)]}" for b, s, t in cols) + " |")
+            lines.append("|---|" + "---:|" * len(cols))
+            for row in rows:
+                cells = [_cell(row.get(b, s, oov.value, method.value), oov is Oov.STANDARD) for b, s, _ in cols]
+                label = f"{row.label} (baseline)" if row.baseline else row.label
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append("")
+    lines += ["## Rows", "", "| vectors | file | vocabulary | dim | provenance |", "|---|---|---:|---:|---|"]
+    for row in rows:
+        prov = ", ".join(f"{k}={v}" for k, v in row.meta.items() if k not in ("vocab_size", "dim"))
+        lines.append(
+            f"| {row.label} | `{row.path}` | {row.meta.get('vocab_size', '')} | {row.meta.get('dim', '')} | {prov} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def to_json(rows: Sequence[Row], options: EvalOptions) -> dict[str, Any]:
+    return {
+        "options": {
+            "benchmarks": list(options.benchmarks),
+            "oov": [o.value for o in options.oov],
+            "analogy_methods": [m.value for m in options.analogy_methods],
+            "analogy_top_n": options.analogy_top_n,
+            "lowercase": options.lowercase,
+            "seed": options.seed,
+        },
+        "benchmark_files": {n: {"path": REGISTRY[n].path, "sha256": REGISTRY[n].sha256} for n in options.benchmarks},
+        "rows": [
+            {
+                "label": r.label,
+                "path": r.path,
+                "baseline": r.baseline,
+                "meta": r.meta,
+                "scores": [asdict(s) for s in r.scores],
+            }
+            for r in rows
+        ],
+    }
+
+
+def write_report(
+    rows: Sequence[Row], options: EvalOptions, out: str | Path, title: str = "Evaluation", notes: Sequence[str] = ()
+) -> list[Path]:
+    """``report.md``, ``report.json`` and the plots in ``out``; returns the files written."""
+    from distill.evaluation.plots import plot_layers, plot_scores
+    from distill.export import atomic_path, check_writable
+
+    out = check_writable(out)
+    with atomic_path(out / "report.md") as tmp:
+        tmp.write_text(markdown(rows, options, title, notes), encoding="utf-8")
+    files = [out / "report.md", write_json(to_json(rows, options), out / "report.json")]
+    files.append(plot_scores(rows, out / "scores.png"))
+    if sum("layer" in r.meta for r in rows) > 1:
+        files.append(plot_layers(rows, out / "layers.png"))
+    return files
