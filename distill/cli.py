@@ -302,7 +302,13 @@ def table(
         str, typer.Option(help="Same-corpus baselines to train (fasttext,word2vec,glove), or none.")
     ] = "fasttext,word2vec,glove",
     baseline: Annotated[Optional[list[str]], typer.Option(help="Published vector file(s) to add as rows.")] = None,
-    out: Annotated[Optional[str], typer.Option(help="Report folder. Default: <run folder>/table.")] = None,
+    out: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Folder of the run (one model; several get a subfolder each), its baselines/ and table/ (the report). "
+            "Default: outputs/<model>-<corpus>, or outputs/table-<corpus> for several models."
+        ),
+    ] = None,
     max_occurrences: Annotated[int, typer.Option(help="Occurrences per word.")] = 200,
     min_count: Annotated[int, typer.Option(help="Keep words seen at least this often.")] = 5,
     benchmarks: BenchmarksOpt = "all",

@@ -28,7 +28,7 @@ class TableConfig:
     baseline_files: tuple[str, ...] = ()
     published: bool = True  # add the published GloVe subset of the data folder
     evaluation: EvalOptions = field(default_factory=EvalOptions)
-    out: Path | None = None  # default: <first run's folder>/table
+    out: Path | None = None  # one model: its run folder (default outputs/<model>-<corpus>); report in <out>/table
     reuse: bool = True  # reuse a finished distillation / baseline folder made with the same options
     progress: bool = True
 
@@ -46,26 +46,34 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
 def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, float]]:
     """Distil, train baselines, evaluate, write ``report.md``/``report.json``/plots; return rows and files."""
     from distill.config import default_corpus
-    from distill.pipeline import default_out, run_pipeline
+    from distill.pipeline import default_out, run_pipeline, slug
 
     if not config.runs:
         raise ConfigError("give at least one model")
+    corpus = config.runs[0].corpus or (str(default_corpus()),)
+    single = len(config.runs) == 1
+    root = Path(
+        config.out
+        or (
+            default_out(config.runs[0].model, corpus)
+            if single
+            else Path("outputs") / f"table-{slug(Path(corpus[0]).name)}"
+        )
+    )
     timings: dict[str, float] = {}
     vector_files: list[Path] = []
-    vocab_dir: Path | None = None
     for run in config.runs:
-        out = Path(run.out or default_out(run.model, run.corpus))
-        run = replace(run, out=str(out), corpus=run.corpus or (str(default_corpus()),))
+        out = Path(run.out or (root if single else root / slug(Path(run.model).name)))
+        run = replace(run, out=str(out), corpus=run.corpus or corpus)
         if config.reuse and _reusable_run(run, out):
             logger.info("reusing the distillation in %s", out)
         else:
             t0 = time.perf_counter()
             run_pipeline(run)
             timings[f"distill {run.model}"] = time.perf_counter() - t0
-        vocab_dir = vocab_dir or out
         vector_files += expand_paths([out])
-    assert vocab_dir is not None
-    table_out = Path(config.out or vocab_dir / "table")
+    vocab_dir = Path(config.runs[0].out or (root if single else root / slug(Path(config.runs[0].model).name)))
+    table_out = root / "table"
 
     baselines = []
     if config.methods:

@@ -1,0 +1,96 @@
+"""distill evaluate and distill table through the command line, on a tiny model and the real benchmarks."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from distill.config import data_dir
+from distill.evaluation.datasets import load_benchmark
+from distill.evaluation.metrics import evaluate_similarity
+from distill.evaluation.vectors import read_vectors
+from distill.export import to_keyed_vectors, write_word2vec
+
+from .conftest import TINY_CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _need_data():
+    if not (data_dir() / "similarity").is_dir():
+        pytest.skip(f"{data_dir()} is missing: these tests need ../shared/data (or DISTILL_DATA)")
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "distill", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_evaluate_writes_a_report_with_the_same_numbers(tmp_path):
+    rng = np.random.default_rng(0)
+    words = ["tiger", "cat", "king", "queen", "money", "cash", "bank", "love", "sex", "car", "automobile"]
+    kv = to_keyed_vectors(words, rng.standard_normal((len(words), 6)).astype(np.float32))
+    write_word2vec(kv, tmp_path / "mine.txt")
+    glove_style = tmp_path / "glove.txt"  # header-less, like the published GloVe files
+    glove_style.write_text("".join(f"{w} " + " ".join(map(str, v)) + "\n" for w, v in zip(words, kv.vectors[::-1])))
+    done = _cli(
+        "evaluate",
+        str(tmp_path / "mine.txt"),
+        "--baseline",
+        str(glove_style),
+        "--benchmarks",
+        "ws353,men",
+        "--oov",
+        "standard",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-progress",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| mine.txt |" in done.stdout and "glove.txt (baseline)" in done.stdout
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    expected = evaluate_similarity(read_vectors(tmp_path / "mine.txt"), load_benchmark("ws353"))
+    score = next(s for s in report["rows"][0]["scores"] if s["benchmark"] == "ws353")
+    assert score["score"] == pytest.approx(expected.score) and score["n_covered"] == expected.n_covered
+    assert (tmp_path / "r" / "report.md").read_text().count("\n| ") >= 3
+    assert (tmp_path / "r" / "scores.png").read_bytes()[:4] == b"\x89PNG"
+    bad = _cli("evaluate", str(tmp_path / "mine.txt"), "--benchmarks", "simlex")
+    assert bad.returncode == 2 and "unknown benchmark simlex" in bad.stderr
+
+
+def test_table_distils_every_layer_trains_baselines_and_plots(tiny_bert_dir, tmp_path):
+    out = tmp_path / "run"
+    args = [
+        "table",
+        "--model",
+        str(tiny_bert_dir),
+        "--corpus",
+        str(TINY_CORPUS),
+        "--layers",
+        "0-2",
+        "--min-count",
+        "2",
+        "--max-occurrences",
+        "5",
+        "--baselines",
+        "word2vec,glove",
+        "--benchmarks",
+        "men,ws353,bless",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+    done = _cli(*args, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "table" / "report.json").read_text())
+    assert len(report["rows"]) == 3 * 2 + 2 + 1  # layers x poolings, two same-corpus baselines, published GloVe
+    assert [r["baseline"] for r in report["rows"]].count(True) == 3
+    assert {r["meta"].get("layer") for r in report["rows"]} == {0, 1, 2, None}
+    vocab = [line.split("\t")[0] for line in (out / "vocab.tsv").read_text().splitlines()]
+    assert all(r["meta"]["evaluated_vocab_size"] <= len(vocab) for r in report["rows"])
+    glove = read_vectors(out / "baselines" / "glove.vec.txt")
+    assert set(glove.index_to_key) == set(vocab)  # same words as the distillation
+    assert (out / "table" / "layers.png").read_bytes()[:4] == b"\x89PNG"
+    again = _cli(*args, "-v")  # everything is reused: no second distillation or training
+    assert again.returncode == 0 and "reusing the distillation" in again.stderr
+    assert "training" not in again.stderr
