@@ -8,8 +8,12 @@ POOLING ?= pc
 CORPUS ?=
 OUT ?=
 ARGS ?=
+VECTORS ?= outputs/minilm-sts/layer1.pc.txt
+BASELINE ?=
+DATA ?= $(or $(DISTILL_DATA),../shared/data)
+WORDS ?= 2000000
 
-.PHONY: install distill test test-all lint bench clean
+.PHONY: install distill evaluate table gutenberg test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +27,20 @@ install: $(VENV)/.installed
 distill: install
 	$(VENV)/bin/distill run --model $(MODEL) --layers $(LAYER) --pooling $(POOLING) \
 		$(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+evaluate: install
+	$(VENV)/bin/distill evaluate $(VECTORS) $(foreach b,$(BASELINE),--baseline $(b)) $(ARGS)
+
+table: install
+	$(VENV)/bin/distill table $(foreach m,$(MODEL),--model $(m)) $(foreach c,$(CORPUS),--corpus $(c)) \
+		$(if $(OUT),--out $(OUT)) $(foreach b,$(BASELINE),--baseline $(b)) $(ARGS)
+
+# The first WORDS words (whole paragraphs) of the Gutenberg sample: make table CORPUS=outputs/corpora/gutenberg-2m.txt
+gutenberg: outputs/corpora/gutenberg-$(shell expr $(WORDS) / 1000000)m.txt
+outputs/corpora/gutenberg-%m.txt:
+	mkdir -p $(@D)
+	awk -v max=$$(( $* * 1000000 )) '{ print; n += NF } n >= max { exit }' \
+		$(DATA)/corpus/gutenberg/gutenberg_en_sample.txt > $@.tmp && mv $@.tmp $@
 
 test: install
 	$(PY) -m pytest -q -m "not slow"

@@ -92,7 +92,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
                     progress=config.progress,
                 )
             )
-            timings.update({f"baseline {k}": v for k, v in result.seconds.items()})
+            timings.update({f"baseline {k}": v for k, v in result.seconds.items() if k != "read_corpus"})
         baselines += [load_vectors(base_out / f"{m.value}.vec.txt") for m in config.methods]
     extra = list(config.baseline_files)
     labels: dict[str, str] = {}
@@ -127,5 +127,5 @@ def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[s
         b = json.loads(base.read_text(encoding="utf-8"))
         trained = "; ".join(f"{r['method']} {r['train_seconds']:.0f} s" for r in b["files"].values())
         notes.append(f"same-corpus baselines trained on the same words and tokenisation ({trained})")
-    notes += [f"{k}: {v:.0f} s" for k, v in timings.items()]
+    notes += [f"{k}: {v:.0f} s" for k, v in timings.items() if not k.startswith("baseline")]
     return notes

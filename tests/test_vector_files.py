@@ -89,8 +89,8 @@ def test_run_folders_expand_to_their_layer_files_with_provenance(tmp_path):
     manifest = {"model": {"name": "minilm"}, "corpus": {"files": [{"path": "/x/sts.txt"}]}, "vocabulary": {"size": 3}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     files = expand_paths([tmp_path])
-    assert [f.name for f in files] == ["layer2.mean.txt", "layer2.pc.txt", "layer10.pc.txt"]
-    vec = load_vectors(files[2])
+    assert [f.name for f in files] == ["layer2.pc.txt", "layer10.pc.txt", "layer2.mean.txt"]
+    vec = load_vectors(files[1])
     assert vec.label == "minilm L10 pc"
     assert vec.meta == {
         "model": "minilm",

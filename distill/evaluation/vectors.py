@@ -147,6 +147,12 @@ def _meta(path: Path) -> dict[str, Any]:
     return {}
 
 
+def _run_file_order(path: Path) -> tuple[int, str, int]:
+    """The paper's pooling (pc) first, then by pooling name, then by layer."""
+    layer, pooling = _RUN_FILE.match(path.name).groups()[:2]  # type: ignore[union-attr]
+    return (pooling != "pc", pooling, int(layer))
+
+
 def expand_paths(paths: list[str | Path]) -> list[Path]:
     """Files as given; a run folder stands for all of its ``layerL.P.txt`` files, in layer order."""
     out: list[Path] = []
@@ -154,7 +160,7 @@ def expand_paths(paths: list[str | Path]) -> list[Path]:
         if p.is_dir():
             files = sorted(
                 (f for f in p.iterdir() if _RUN_FILE.match(f.name) and f.suffix == ".txt"),
-                key=lambda f: (f.name.split(".")[1], int(_RUN_FILE.match(f.name).group(1))),  # type: ignore[union-attr]
+                key=_run_file_order,
             )
             files += sorted(p.glob("*.vec.txt"))
             if not files:
