@@ -13,7 +13,7 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 WORDS ?= 2000000
 
-.PHONY: install distill evaluate table gutenberg test test-all lint bench clean
+.PHONY: install distill evaluate table analyze gutenberg test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ evaluate: install
 table: install
 	$(VENV)/bin/distill table $(foreach m,$(MODEL),--model $(m)) $(foreach c,$(CORPUS),--corpus $(c)) \
 		$(if $(OUT),--out $(OUT)) $(foreach b,$(BASELINE),--baseline $(b)) $(ARGS)
+
+analyze: install
+	$(VENV)/bin/distill analyze --model $(MODEL) $(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 # The first WORDS words (whole paragraphs) of the Gutenberg sample: make table CORPUS=outputs/corpora/gutenberg-2m.txt
 gutenberg: outputs/corpora/gutenberg-$(shell expr $(WORDS) / 1000000)m.txt

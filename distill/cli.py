@@ -359,5 +359,68 @@ def table(
     typer.echo("wrote " + ", ".join(map(str, files)))
 
 
+@app.command()
+def analyze(
+    runs: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Run folders with an analysis.json: draw their measures in one set of plots, no model run."
+        ),
+    ] = None,
+    model: Annotated[str, typer.Option(help="Model to analyse, as for distill run.")] = "minilm",
+    corpus: Annotated[Optional[list[str]], typer.Option(help="Corpus file(s). Default: the STS sentences.")] = None,
+    out: Annotated[
+        Optional[str],
+        typer.Option(help="Output folder. Default: outputs/<model>-<corpus> (outputs/contextuality with RUNS)."),
+    ] = None,
+    layers: Annotated[str, typer.Option(help="Layers to measure: all, a range (0-3) or a list.")] = "all",
+    pooling: Annotated[str, typer.Option(help="Vectors written beside the analysis: pc, mean or pc,mean.")] = "pc",
+    max_occurrences: Annotated[int, typer.Option(help="Occurrences per word (self-similarity needs 5).")] = 200,
+    min_count: Annotated[int, typer.Option(help="Keep words seen at least this often.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the occurrence sample and the random baselines.")] = 0,
+    batch_size: Annotated[int, typer.Option(help="Sentences per forward pass.")] = 64,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+) -> None:
+    """How contextual is each layer: self-similarity, intra-sentence similarity, MEV and anisotropy (Ethayarajh
+    2019), from the occurrences of one distillation run (no second forward pass); analysis.md/json and plots."""
+    from distill.analysis_report import markdown, plot_measures, read_analysis
+
+    _logging(verbose)
+    try:
+        if runs:
+            analyses = [read_analysis(r) for r in runs]
+            folder = Path(out or "outputs/contextuality")
+            folder.mkdir(parents=True, exist_ok=True)
+            files = plot_measures(analyses, folder)
+            typer.echo("\n".join(markdown(a) for a in analyses))
+            typer.echo("wrote " + ", ".join(map(str, files)))
+            return
+        from distill.pipeline import run_pipeline
+
+        config = RunConfig(
+            model=model,
+            corpus=tuple(corpus or ()),
+            out=out,
+            layers=layers,
+            pooling=tuple(pooling.split(",")),
+            max_occurrences=max_occurrences,
+            min_count=min_count,
+            seed=seed,
+            batch_size=batch_size,
+            device=device,
+            analyze=True,
+            progress=progress,
+        )
+        result = run_pipeline(config)
+    except DistillError as err:
+        _fail(err)
+    typer.echo((result.out / "analysis.md").read_text(encoding="utf-8"))
+    a = result.manifest["analysis"]
+    total = result.manifest["timings_seconds"]["total"]
+    typer.echo(f"analysis: {a['seconds']:.1f} s of {total:.1f} s; files in {result.out}")
+
+
 def main() -> None:
     app()

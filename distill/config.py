@@ -164,6 +164,7 @@ class RunConfig:
     revision: str | None = None
     # output
     normalize: bool = False
+    analyze: bool = False  # also measure contextuality (analysis.json, analysis.md, plots)
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
     progress: bool = True
 

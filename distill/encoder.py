@@ -383,8 +383,12 @@ def encode_occurrences(
     chunk_size: int = 4096,
     total: int | None = None,
     progress: bool = True,
+    intra: Any = None,
 ) -> EncodeStats:
-    """Fill the store: length-sorted batches of windows, one forward pass each, every layer at once."""
+    """Fill the store: length-sorted batches of windows, one forward pass each, every layer at once.
+
+    ``intra`` (an ``analysis.IntraSentence``), when given, sees every batch's hidden states.
+    """
     stats = EncodeStats()
     start = time.perf_counter()
     bar = tqdm(total=total, unit="occ", desc="encoding", disable=not progress, dynamic_ncols=True)
@@ -399,6 +403,11 @@ def encode_occurrences(
             stats.forward_seconds += time.perf_counter() - t0
             rows, vectors = gather_occurrences(hidden, layers, batch, width)
             store.write(rows, vectors)
+            if intra is not None:  # contextuality analysis: intra-sentence similarity of every window
+                content = torch.zeros((len(batch), width), dtype=torch.bool)
+                for i, p in enumerate(batch):
+                    content[i, : len(p.window.ids)] = torch.from_numpy(p.window.content)
+                intra.update(hidden, content)
             stats.occurrences += len(rows)
             stats.tokens += sum(len(p.window.ids) for p in batch)
             bar.update(len(rows))

@@ -16,6 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from distill.analysis import IntraSentence, analyze_layers
+from distill.analysis_report import write_analysis
 from distill.config import (
     ConfigError,
     Pooling,
@@ -141,6 +143,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         timings["vocabulary"] = time.perf_counter() - t0
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
 
+        intra = IntraSentence(layers) if config.analyze else None
         store = OccurrenceStore(work / "occurrences", layers, plan.n_rows, model.hidden_size)
         jobs = iter_jobs(_lines(corpus, config, None, None), vocab, plan)
         encode = encode_occurrences(
@@ -152,6 +155,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
             stride=config.stride,
             total=plan.n_rows,
             progress=config.progress,
+            intra=intra,
         )
         timings["encode"] = encode.seconds
         timings["forward"] = encode.forward_seconds
@@ -197,6 +201,29 @@ def run_pipeline(config: RunConfig) -> RunResult:
         finally:
             writer.shutdown(cancel_futures=True)
         timings["reduce_and_write"] = time.perf_counter() - t0
+        analysis_summary = None
+        if config.analyze:
+            t0 = time.perf_counter()
+            analysis = analyze_layers(
+                store.matrices,
+                plan.offsets,
+                filled,
+                vocab.words,
+                position=store.position,
+                intra=intra,
+                seed=config.seed,
+                device=model.device,
+            )
+            timings["analysis"] = time.perf_counter() - t0
+            analysis.update(
+                model=config.model,
+                corpus=", ".join(Path(f["path"]).name for f in stats.files),
+                label=f"{Path(config.model.rstrip('/')).name}",
+                seconds=timings["analysis"],
+                distill_seconds=time.perf_counter() - started - timings["analysis"],
+            )
+            files += [p.name for p in write_analysis(analysis, out)]
+            analysis_summary = {k: analysis[k] for k in ("words_measured", "sentences_measured", "seconds")}
         timings["total"] = time.perf_counter() - started
 
         manifest = {
@@ -244,6 +271,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
             },
             "files": files,
+            "analysis": analysis_summary,
             "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
             "config": config.to_json(),
             "versions": package_versions(),

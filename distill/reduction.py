@@ -9,6 +9,7 @@ iteration started from the mean direction; the few words that do not converge ar
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -79,6 +80,40 @@ def _exact_first_pc(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(v, dim=1)
 
 
+def iter_word_blocks(
+    matrix: np.ndarray,
+    offsets: np.ndarray,
+    *,
+    position: np.ndarray | None = None,
+    device: torch.device | str = "cpu",
+    max_elements: int = 2**25,
+) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
+    """Words in groups of similar size: (word ids (G,), their rows as a zero-padded (G, m, d) tensor).
+
+    Word ``w`` owns logical rows ``offsets[w]:offsets[w+1]`` of ``matrix`` (n_rows, d); with ``position``,
+    logical row r lives at ``matrix[position[r]]`` (the store's append order). Groups pad at most 2x and
+    hold about ``max_elements`` numbers.
+    """
+    n_words = len(offsets) - 1
+    dim = matrix.shape[1]
+    sizes = np.diff(offsets)
+    order = np.argsort(-sizes, kind="stable")
+    negative_sorted = -sizes[order]  # ascending
+    i = 0
+    while i < n_words:
+        width = int(sizes[order[i]])
+        similar = int(np.searchsorted(negative_sorted, -(width / 2), side="right")) - i  # pad at most 2x
+        group = max(1, min(similar, max_elements // max(1, width * dim)))
+        ids = order[i : i + group]
+        steps = np.arange(width)
+        valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
+        rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0)
+        block = matrix[rows if position is None else position[rows]]  # one gather
+        block[~valid] = 0.0
+        yield ids, torch.from_numpy(block).to(device)
+        i += group
+
+
 def reduce_words(
     matrix: np.ndarray,
     offsets: np.ndarray,
@@ -99,35 +134,19 @@ def reduce_words(
     processed in groups of similar size, padded with zero rows. Returns (n_words, d) float32;
     words with no filled row get a zero vector (the caller drops them).
     """
-    n_words = len(offsets) - 1
-    dim = matrix.shape[1]
-    sizes = np.diff(offsets)
-    order = np.argsort(-sizes, kind="stable")
-    negative_sorted = -sizes[order]  # ascending
-    out = np.zeros((n_words, dim), dtype=np.float32)
-    bar = tqdm(total=n_words, unit="word", desc=desc, disable=not progress, dynamic_ncols=True)
-    i = 0
-    while i < n_words:
-        width = int(sizes[order[i]])
-        similar = int(np.searchsorted(negative_sorted, -(width / 2), side="right")) - i  # pad at most 2x
-        group = max(1, min(similar, max_elements // max(1, width * dim)))
-        ids = order[i : i + group]
-        steps = np.arange(width)
-        valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
-        rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0)
-        block = matrix[rows if position is None else position[rows]]  # one gather
-        block[~valid] = 0.0
-        x = torch.from_numpy(block).to(device)
+    out = np.zeros((len(offsets) - 1, matrix.shape[1]), dtype=np.float32)
+    bar = tqdm(total=len(out), unit="word", desc=desc, disable=not progress, dynamic_ncols=True)
+    blocks = iter_word_blocks(matrix, offsets, position=position, device=device, max_elements=max_elements)
+    for ids, x in blocks:
         if pooling is Pooling.PC:
             vectors, _ = batched_first_pc(x)
         else:
-            count = torch.from_numpy(np.maximum(filled[ids], 1).astype(np.float32)).to(device)
+            count = torch.from_numpy(np.maximum(filled[ids], 1).astype(np.float32)).to(x.device)
             vectors = x.sum(dim=1) / count[:, None]
         if normalize:
             vectors = torch.nn.functional.normalize(vectors, dim=1)
         out[ids] = vectors.float().cpu().numpy()
         bar.update(len(ids))
-        i += group
     bar.close()
     out[filled == 0] = 0.0
     return out

@@ -39,7 +39,7 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
         return False
     saved = json.loads(manifest.read_text(encoding="utf-8"))["config"]
     wanted = config.to_json()
-    keys = [k for k in wanted if k not in ("progress", "out")]
+    keys = [k for k in wanted if k not in ("progress", "out", "analyze")]
     return all(saved.get(k) == wanted[k] for k in keys)
 
 

@@ -1,0 +1,175 @@
+"""How contextual is each layer (Ethayarajh 2019, section 4), from the occurrences a distillation collects.
+
+Per layer:
+- anisotropy: mean cosine between the representations of uniformly random occurrences (random words
+  in random contexts) -- the baseline the other measures are adjusted by;
+- self-similarity: for each word with at least ``min_occurrences`` occurrences, the mean pairwise cosine
+  of its occurrences, averaged over words;
+- intra-sentence similarity: mean cosine between each token of a sentence and the sentence's mean
+  vector, averaged over sentences (computed during the forward pass, over all text tokens of each model
+  window, special tokens excluded);
+- maximum explainable variance (MEV): sigma_1^2 / sum sigma_i^2 of a word's uncentered occurrence matrix,
+  averaged over words; its baseline is the MEV of matrices of random occurrences of the same size.
+Each is reported raw and adjusted (minus its baseline). No second forward pass is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from distill.config import ConfigError
+from distill.reduction import batched_first_pc, iter_word_blocks
+
+
+@dataclass
+class IntraSentence:
+    """Running sums of per-window intra-sentence similarity, one per layer; fed batch by batch."""
+
+    layers: tuple[int, ...]
+    total: np.ndarray = field(init=False)
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.total = np.zeros(len(self.layers), dtype=np.float64)
+
+    def update(self, hidden: Sequence[torch.Tensor], content: torch.Tensor) -> None:
+        """``hidden``: all hidden states (B, T, D); ``content``: (B, T) bool, the text tokens of each window."""
+        mask = content.to(hidden[0].device)
+        n = mask.sum(dim=1)
+        keep = n >= 2  # one token is trivially similar to itself
+        if not bool(keep.any()):
+            return
+        weights = mask[keep].float()[:, :, None]
+        for i, layer in enumerate(self.layers):
+            h = hidden[layer][keep].float() * weights
+            mean = torch.nn.functional.normalize(h.sum(dim=1), dim=1)  # (b, D)
+            unit = torch.nn.functional.normalize(h, dim=2)  # padding rows stay zero
+            cos = torch.einsum("btd,bd->bt", unit, mean).sum(dim=1) / n[keep]
+            self.total[i] += float(cos.sum())
+        self.count += int(keep.sum())
+
+    def means(self) -> dict[int, float]:
+        return {
+            layer: float(t / self.count) if self.count else float("nan") for layer, t in zip(self.layers, self.total)
+        }
+
+
+def self_similarity_and_mev(
+    matrix: np.ndarray,
+    offsets: np.ndarray,
+    filled: np.ndarray,
+    *,
+    position: np.ndarray | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per word: mean pairwise cosine of its occurrences and sigma_1^2 / ||X||_F^2 (NaN under 2 / 1 rows)."""
+    n_words = len(offsets) - 1
+    self_sim = np.full(n_words, np.nan)
+    mev = np.full(n_words, np.nan)
+    for ids, x in iter_word_blocks(matrix, offsets, position=position, device=device):
+        x = x.float()
+        n = torch.from_numpy(filled[ids].astype(np.float64)).to(x.device)
+        total = torch.nn.functional.normalize(x, dim=2).sum(dim=1)  # zero rows add nothing
+        pairs = n * (n - 1)
+        sim = ((total.double() ** 2).sum(dim=1) - n) / torch.where(pairs > 0, pairs, 1.0)
+        _, sigma = batched_first_pc(x)
+        energy = (x.double() ** 2).sum(dim=(1, 2))
+        ratio = sigma.double() ** 2 / torch.where(energy > 0, energy, 1.0)
+        self_sim[ids] = np.where(filled[ids] >= 2, sim.cpu().numpy(), np.nan)
+        mev[ids] = np.where(filled[ids] >= 1, ratio.cpu().numpy(), np.nan)
+    return self_sim, mev
+
+
+def anisotropy(vectors: np.ndarray) -> float:
+    """Mean cosine over all distinct pairs of rows of ``vectors`` (n, d)."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    total = unit.sum(axis=0)
+    n = len(unit)
+    return float((total @ total - n) / (n * (n - 1)))
+
+
+def random_baselines(
+    matrix: np.ndarray,
+    rows: np.ndarray,
+    rng: np.random.Generator,
+    n_sample: int = 2000,
+    n_mev: int = 50,
+    mev_rows: int = 200,
+) -> tuple[float, float]:
+    """Anisotropy (mean cosine of ``n_sample`` random occurrences) and the MEV of random occurrence matrices."""
+    sample = matrix[np.sort(rng.choice(rows, size=min(n_sample, len(rows)), replace=False))].astype(np.float64)
+    size = min(mev_rows, len(rows))
+    mevs = []
+    for _ in range(n_mev):
+        x = matrix[np.sort(rng.choice(rows, size=size, replace=False))].astype(np.float64)
+        s = np.linalg.svd(x, compute_uv=False)
+        mevs.append(s[0] ** 2 / (s**2).sum())
+    return anisotropy(sample), float(np.mean(mevs))
+
+
+def analyze_layers(
+    matrices: dict[int, np.ndarray],
+    offsets: np.ndarray,
+    filled: np.ndarray,
+    words: Sequence[str],
+    *,
+    position: np.ndarray | None = None,
+    intra: IntraSentence | None = None,
+    min_occurrences: int = 5,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    stopwords: frozenset[str] | None = None,
+) -> dict[str, Any]:
+    """Every measure for every layer; ``words`` in vocabulary order (most frequent first)."""
+    if stopwords is None:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as stopwords
+    eligible = filled >= min_occurrences
+    if not eligible.any():
+        raise ConfigError(
+            f"no word has {min_occurrences} or more occurrences to measure; "
+            "use a larger corpus or raise --max-occurrences"
+        )
+    rank = np.arange(len(words))
+    groups = {
+        "stopwords": eligible & np.array([w.lower() in stopwords for w in words]),
+        "other words": eligible & np.array([w.lower() not in stopwords for w in words]),
+        "rank < 100": eligible & (rank < 100),
+        "rank 100-999": eligible & (rank >= 100) & (rank < 1000),
+        "rank 1000+": eligible & (rank >= 1000),
+    }
+    filled_rows = np.flatnonzero(position < len(position)) if position is not None else None
+    intra_means = intra.means() if intra is not None else {}
+    layers: dict[str, Any] = {}
+    for layer, matrix in matrices.items():
+        rng = np.random.default_rng([seed, layer])
+        stored = position[filled_rows] if position is not None else np.flatnonzero(np.abs(matrix).sum(axis=1) > 0)
+        base, mev_base = random_baselines(matrix, stored, rng)
+        self_sim, mev = self_similarity_and_mev(matrix, offsets, filled, position=position, device=device)
+        record = {
+            "anisotropy": base,
+            "self_similarity": float(np.nanmean(self_sim[eligible])),
+            "self_similarity_adjusted": float(np.nanmean(self_sim[eligible]) - base),
+            "mev": float(np.nanmean(mev[eligible])),
+            "mev_baseline": mev_base,
+            "mev_adjusted": float(np.nanmean(mev[eligible]) - mev_base),
+            "mev_share_under_5_percent": float(np.mean(mev[eligible] < 0.05)),
+            "self_similarity_by_group": {
+                name: float(np.nanmean(self_sim[mask])) if mask.any() else float("nan") for name, mask in groups.items()
+            },
+        }
+        if layer in intra_means:
+            record["intra_sentence"] = intra_means[layer]
+            record["intra_sentence_adjusted"] = intra_means[layer] - base
+        layers[str(layer)] = record
+    return {
+        "min_occurrences": min_occurrences,
+        "words_measured": int(eligible.sum()),
+        "sentences_measured": intra.count if intra is not None else 0,
+        "group_sizes": {name: int(mask.sum()) for name, mask in groups.items()},
+        "layers": layers,
+    }
