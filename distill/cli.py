@@ -91,6 +91,9 @@ def run(
     ] = None,
     revision: Annotated[Optional[str], typer.Option(help="Hub revision (branch, tag or commit).")] = None,
     normalize: Annotated[bool, typer.Option(help="L2-normalise every output vector.")] = False,
+    analyze: Annotated[
+        bool, typer.Option(help="Also measure how contextual each layer is (see distill analyze --help).")
+    ] = False,
     encoding_errors: Annotated[
         EncodingErrors, typer.Option(help="strict: stop at bytes that are not UTF-8; replace: use U+FFFD.")
     ] = EncodingErrors.STRICT,
@@ -123,6 +126,7 @@ def run(
             gguf_file=gguf_file,
             revision=revision,
             normalize=normalize,
+            analyze=analyze,
             encoding_errors=encoding_errors,
             progress=progress,
         )
