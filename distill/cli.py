@@ -378,7 +378,7 @@ def analyze(
         typer.Option(help="Output folder. Default: outputs/<model>-<corpus> (outputs/contextuality with RUNS)."),
     ] = None,
     layers: Annotated[str, typer.Option(help="Layers to measure: all, a range (0-3) or a list.")] = "all",
-    pooling: Annotated[str, typer.Option(help="Vectors written beside the analysis: pc, mean or pc,mean.")] = "pc",
+    pooling: Annotated[str, typer.Option(help="Vectors written beside the analysis: pc, mean or pc,mean.")] = "pc,mean",
     max_occurrences: Annotated[int, typer.Option(help="Occurrences per word (self-similarity needs 5).")] = 200,
     min_count: Annotated[int, typer.Option(help="Keep words seen at least this often.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the occurrence sample and the random baselines.")] = 0,
