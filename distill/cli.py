@@ -143,20 +143,68 @@ def neighbors(
     k: Annotated[int, typer.Option("-k", help="Neighbours per word.")] = 10,
     layer: Annotated[Optional[int], typer.Option(help="Layer, when VECTORS is a run folder.")] = None,
     pooling: Annotated[str, typer.Option(help="Pooling, when VECTORS is a run folder.")] = "pc",
+    index: Annotated[
+        str,
+        typer.Option(help="FAISS index: flat (exact), hnsw (graph) or ivfpq (compressed); built once, kept beside."),
+    ] = "flat",
 ) -> None:
-    """Nearest neighbours by cosine similarity (gensim most_similar)."""
-    from distill.pipeline import load
+    """Nearest neighbours by cosine similarity, searched in a FAISS index."""
+    from distill.export import INDEX_KINDS
+    from distill.search import Searcher
 
     try:
-        kv = load(vectors, layer=layer, pooling=pooling)
+        if index not in INDEX_KINDS:
+            raise ConfigError(f"unknown index {index!r}; use one of: {', '.join(INDEX_KINDS)}")
+        searcher = Searcher.open(vectors, layer=layer, pooling=pooling, kind=index)
     except DistillError as err:
         _fail(err)
-    for word in words:
-        if word not in kv.key_to_index:
+    for word, hits in zip(words, searcher.neighbors(words, k)):
+        if hits is None:
             typer.echo(f"{word}: not in the vocabulary", err=True)
             continue
-        pairs = ", ".join(f"{w} {s:.3f}" for w, s in kv.most_similar(word, topn=k))
-        typer.echo(f"{word}: {pairs}")
+        typer.echo(f"{word}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A distill run folder.")],
+    format: Annotated[
+        str, typer.Option(help="word2vec, kv (gensim), model2vec, sentence-transformers, npy; comma-separated.")
+    ] = "kv,model2vec,sentence-transformers,npy",
+    layer: Annotated[Optional[int], typer.Option(help="Layer to export. Default: the run's first.")] = None,
+    pooling: Annotated[str, typer.Option(help="Pooling to export.")] = "pc",
+    dtype: Annotated[str, typer.Option(help="float32, float16 or int8 (int8 keeps a float32 scale).")] = "float32",
+    int8_scale: Annotated[str, typer.Option(help="int8 scale per vector or per dimension.")] = "vector",
+    dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
+    top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
+    out: Annotated[Optional[str], typer.Option(help="Output folder. Default: RUN_DIR/export.")] = None,
+) -> None:
+    """Write the vectors for serving: gensim .kv, model2vec and sentence-transformers folders, .npy + vocab."""
+    from distill.compress import DType, Scale
+    from distill.formats import export_run, parse_formats
+
+    try:
+        try:
+            dtype_, scale_ = DType(dtype), Scale(int8_scale)
+        except ValueError as err:
+            raise ConfigError(
+                f"{err}; --dtype takes float32, float16, int8 and --int8-scale vector, dimension"
+            ) from err
+        written = export_run(
+            run_dir,
+            layer=layer,
+            pooling=pooling,
+            formats=parse_formats(format),
+            out=out,
+            dtype=dtype_,
+            scale=scale_,
+            dims=dims,
+            top_words=top_words,
+        )
+    except DistillError as err:
+        _fail(err)
+    for path, size in written:
+        typer.echo(f"{size / 1e6:8.2f} MB  {path}")
 
 
 def _evaluation_options(

@@ -1,0 +1,126 @@
+"""Every export format through its real loader, compression error bounds, FAISS index kinds."""
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+import distill
+from distill.compress import fit_pca, quantize
+from distill.config import ConfigError
+from distill.export import build_faiss_index, l2_normalize
+from distill.formats import Format, export_run, parse_formats, read_npy
+from distill.search import Searcher
+
+from .conftest import TINY_CORPUS
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, tiny_bert_dir):
+    out = tmp_path_factory.mktemp("export-run")
+    distill.run(
+        model=str(tiny_bert_dir),
+        out=str(out),
+        corpus=[str(TINY_CORPUS)],
+        layers="1",
+        min_count=2,
+        max_occurrences=5,
+        progress=False,
+    )
+    return out
+
+
+def test_int8_and_float16_stay_within_their_error_bounds(rng):
+    x = rng.standard_normal((50, 16)).astype(np.float32) * rng.uniform(0.1, 10, (50, 1)).astype(np.float32)
+    for scale, bound in (("vector", np.abs(x).max(axis=1, keepdims=True)), ("dimension", np.abs(x).max(axis=0))):
+        q = quantize(x, "int8", scale)
+        assert q.values.dtype == np.int8 and q.nbytes < x.nbytes / 3
+        assert np.all(np.abs(q.dequantize() - x) <= bound / 127 / 2 + 1e-6)
+    half = quantize(x, "float16").dequantize()
+    np.testing.assert_allclose(half, x, rtol=2**-11)
+    with pytest.raises(ConfigError, match="float16 range"):
+        quantize(np.array([[1e6]]), "float16")
+
+
+def test_pca_keeps_the_top_directions(rng):
+    basis = np.linalg.qr(rng.standard_normal((8, 8)))[0]
+    x = (rng.standard_normal((300, 8)) * [10, 5, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]) @ basis.T
+    pca = fit_pca(x.astype(np.float32), 2)
+    assert pca.explained_variance_ratio > 0.99 and pca.transform(x).shape == (300, 2)
+    with pytest.raises(ConfigError, match="--dims must be between 1 and 8"):
+        fit_pca(x, 9)
+
+
+def test_every_format_round_trips_through_its_loader(run_dir, tmp_path):
+    kv = distill.load(run_dir, layer=1)
+    written = dict((p.name, p) for p, _ in export_run(run_dir, formats=list(Format), out=tmp_path))
+    text = KeyedVectors.load_word2vec_format(str(written["layer1.pc.txt"]))
+    assert text.index_to_key == kv.index_to_key
+    native = KeyedVectors.load(str(written["layer1.pc.kv"]), mmap="r")
+    np.testing.assert_array_equal(native.vectors, kv.vectors)
+    assert native.get_vecattr(kv.index_to_key[0], "count") >= native.get_vecattr(kv.index_to_key[-1], "count")
+    np.testing.assert_array_equal(read_npy(written["layer1.pc.npy"]).vectors, kv.vectors)
+
+    from model2vec import StaticModel
+    from sentence_transformers import SentenceTransformer
+
+    m2v = StaticModel.from_pretrained(str(written["layer1.pc.model2vec"]))
+    st = SentenceTransformer(str(written["layer1.pc.st"]), device="cpu")
+    a, b = kv.index_to_key[3], kv.index_to_key[7]
+    expected = (kv[a] + kv[b]) / 2  # sentence vector = mean of its words' vectors; unknown words ignored
+    sentence = f"{a.upper()}, qqqzzz {b}!"  # casing folded (uncased model); punctuation split off
+    np.testing.assert_allclose(m2v.encode([sentence])[0], expected, atol=1e-6)
+    st_vec = st.encode([sentence])[0]
+    cos = st_vec @ expected / np.linalg.norm(st_vec) / np.linalg.norm(expected)
+    assert cos == pytest.approx(1.0, abs=1e-6)  # ST averages the unknown word's zero row in: same direction
+
+
+def test_compressed_exports_read_back_close_to_the_originals(run_dir, tmp_path):
+    kv = distill.load(run_dir, layer=1)
+    written = dict(
+        (p.name, p)
+        for p, _ in export_run(
+            run_dir, formats=[Format.NPY, Format.MODEL2VEC], out=tmp_path, dtype="int8", top_words=20
+        )
+    )
+    small = read_npy(written["layer1.pc.top20.int8.npy"])
+    assert small.index_to_key == kv.index_to_key[:20]
+    bound = np.abs(kv.vectors[:20]).max(axis=1, keepdims=True) / 254 + 1e-6
+    assert np.all(np.abs(small.vectors - kv.vectors[:20]) <= bound)
+    from model2vec import StaticModel
+
+    m2v = StaticModel.from_pretrained(str(written["layer1.pc.top20.int8.model2vec"]))
+    np.testing.assert_allclose(m2v.encode([kv.index_to_key[5]])[0], small.vectors[5], atol=1e-6)
+    reduced = export_run(run_dir, formats=[Format.NPY], out=tmp_path, dims=4)
+    assert read_npy(reduced[0][0]).vector_size == 4
+    with pytest.raises(ConfigError, match="unknown format 'onnx'"):
+        parse_formats("kv,onnx")
+    with pytest.raises(ConfigError, match="model2vec keeps one weight per token"):
+        export_run(run_dir, formats=[Format.MODEL2VEC], out=tmp_path, dtype="int8", scale="dimension")
+
+
+def test_index_kinds_against_exact_search(rng):
+    centers = rng.standard_normal((20, 32))
+    x = (centers[rng.integers(0, 20, 2000)] + 0.3 * rng.standard_normal((2000, 32))).astype(np.float32)
+    unit = l2_normalize(x)
+    exact = np.argsort(-(unit[:50] @ unit.T), axis=1)[:, :10]
+    _, flat = build_faiss_index(x, "flat").search(unit[:50], 10)
+    np.testing.assert_array_equal(flat, exact)
+    for kind, floor in (("hnsw", 0.95), ("ivfpq", 0.3)):  # PQ codes of 2,000 points: coarse by design
+        _, ids = build_faiss_index(x, kind).search(unit[:50], 10)
+        recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact)])
+        assert recall >= floor, (kind, recall)
+    with pytest.raises(ValueError, match="unknown index kind"):
+        build_faiss_index(x, "lsh")
+
+
+def test_searcher_answers_like_gensim_and_saves_its_index(run_dir):
+    kv = distill.load(run_dir, layer=1)
+    searcher = Searcher.open(run_dir, layer=1, kind="hnsw")
+    assert (run_dir / "layer1.pc.hnsw.faiss").is_file()
+    word = kv.index_to_key[2]
+    hits = Searcher.open(run_dir, layer=1).neighbors([word, "not-a-word"], k=5)
+    assert [w for w, _ in hits[0]] == [w for w, _ in kv.most_similar(word, topn=5)]
+    assert hits[1] is None
+    assert searcher.similarity(word, kv.index_to_key[4]) == pytest.approx(
+        kv.similarity(word, kv.index_to_key[4]), abs=1e-6
+    )
