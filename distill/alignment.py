@@ -21,6 +21,7 @@ class Window:
     starts: np.ndarray  # (n_tokens,) char offset of each token; special tokens have start == end
     ends: np.ndarray  # (n_tokens,)
     content: np.ndarray  # (n_tokens,) bool: a real piece of text, not a special token
+    fresh: np.ndarray | None = None  # (n_tokens,) bool: content not already in the sentence's previous window
 
     @property
     def span(self) -> tuple[int, int]:
@@ -33,13 +34,16 @@ class Window:
 def make_windows(encoding: dict, n_sentences: int) -> list[Window]:
     """Windows from a batched fast-tokenizer call made with offsets and special-token masks."""
     mapping = encoding.get("overflow_to_sample_mapping") or list(range(n_sentences))
-    windows = []
+    windows: list[Window] = []
     for row, sentence in enumerate(mapping):
         offsets = np.asarray(encoding["offset_mapping"][row], dtype=np.int64).reshape(-1, 2)
         special = np.asarray(encoding["special_tokens_mask"][row], dtype=bool)
         starts, ends = offsets[:, 0], offsets[:, 1]
         content = ~special & (ends > starts)
-        windows.append(Window(int(sentence), list(encoding["input_ids"][row]), starts, ends, content))
+        fresh = content
+        if windows and windows[-1].sentence == sentence:  # overflow windows of one sentence come in order
+            fresh = content & (starts >= windows[-1].span[1])
+        windows.append(Window(int(sentence), list(encoding["input_ids"][row]), starts, ends, content, fresh))
     return windows
 
 

@@ -37,7 +37,13 @@ class IntraSentence:
     def __post_init__(self) -> None:
         self.total = np.zeros(len(self.layers), dtype=np.float64)
 
-    def update(self, hidden: Sequence[torch.Tensor], content: torch.Tensor) -> None:
+    def observe(
+        self,
+        hidden: Sequence[torch.Tensor],
+        ids: torch.Tensor,
+        content: torch.Tensor,
+        fresh: torch.Tensor | None = None,
+    ) -> None:
         """``hidden``: all hidden states (B, T, D); ``content``: (B, T) bool, the text tokens of each window."""
         mask = content.to(hidden[0].device)
         n = mask.sum(dim=1)

@@ -94,6 +94,13 @@ def run(
     analyze: Annotated[
         bool, typer.Option(help="Also measure how contextual each layer is (see distill analyze --help).")
     ] = False,
+    pieces: Annotated[
+        bool,
+        typer.Option(
+            help="Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): "
+            "words outside the vocabulary then get the mean of their pieces' vectors."
+        ),
+    ] = False,
     encoding_errors: Annotated[
         EncodingErrors, typer.Option(help="strict: stop at bytes that are not UTF-8; replace: use U+FFFD.")
     ] = EncodingErrors.STRICT,
@@ -127,6 +134,7 @@ def run(
             revision=revision,
             normalize=normalize,
             analyze=analyze,
+            pieces=pieces,
             encoding_errors=encoding_errors,
             progress=progress,
         )
@@ -160,9 +168,11 @@ def neighbors(
         _fail(err)
     for word, hits in zip(words, searcher.neighbors(words, k)):
         if hits is None:
-            typer.echo(f"{word}: not in the vocabulary", err=True)
+            hint = "" if searcher.pieces is not None else " (distill run --pieces gives OOV words a vector)"
+            typer.echo(f"{word}: not in the vocabulary{hint}", err=True)
             continue
-        typer.echo(f"{word}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
+        source = " (from its pieces)" if searcher.vector(word)[1] == "pieces" else ""
+        typer.echo(f"{word}{source}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
 
 
 @app.command()

@@ -165,6 +165,7 @@ class RunConfig:
     # output
     normalize: bool = False
     analyze: bool = False  # also measure contextuality (analysis.json, analysis.md, plots)
+    pieces: bool = False  # also a mean vector per piece of the model's vocabulary (OOV words from pieces)
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
     progress: bool = True
 

@@ -12,7 +12,7 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -383,11 +383,13 @@ def encode_occurrences(
     chunk_size: int = 4096,
     total: int | None = None,
     progress: bool = True,
-    intra: Any = None,
+    observers: Sequence[Any] = (),
 ) -> EncodeStats:
     """Fill the store: length-sorted batches of windows, one forward pass each, every layer at once.
 
-    ``intra`` (an ``analysis.IntraSentence``), when given, sees every batch's hidden states.
+    Each of ``observers`` (``analysis.IntraSentence``, ``pieces.PieceSums``) sees every batch:
+    ``observe(hidden, ids (B, T), content (B, T) bool, fresh (B, T) bool)``; ``fresh`` leaves out the
+    tokens a window shares with the previous window of the same sentence.
     """
     stats = EncodeStats()
     start = time.perf_counter()
@@ -403,11 +405,18 @@ def encode_occurrences(
             stats.forward_seconds += time.perf_counter() - t0
             rows, vectors = gather_occurrences(hidden, layers, batch, width)
             store.write(rows, vectors)
-            if intra is not None:  # contextuality analysis: intra-sentence similarity of every window
+            if observers:
+                ids = torch.zeros((len(batch), width), dtype=torch.long)
                 content = torch.zeros((len(batch), width), dtype=torch.bool)
+                fresh = torch.zeros((len(batch), width), dtype=torch.bool)
                 for i, p in enumerate(batch):
+                    ids[i, : len(p.window.ids)] = torch.tensor(p.window.ids)
                     content[i, : len(p.window.ids)] = torch.from_numpy(p.window.content)
-                intra.update(hidden, content)
+                    fresh[i, : len(p.window.ids)] = torch.from_numpy(
+                        p.window.fresh if p.window.fresh is not None else p.window.content
+                    )
+                for observer in observers:
+                    observer.observe(hidden, ids, content, fresh)
             stats.occurrences += len(rows)
             stats.tokens += sum(len(p.window.ids) for p in batch)
             bar.update(len(rows))

@@ -59,6 +59,30 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
     return tokenizer
 
 
+def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
+    """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
+    plus the model's pieces, so a known word is one token (its static vector) and any other word splits into
+    pieces (their static vectors scaled to the words' median norm; zero for a piece never seen, which then
+    adds nothing to the direction). None for other tokenizers."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
+    if spec["model"]["type"] != "WordPiece":
+        return None
+    vocab = {w: i for i, w in enumerate(words)}
+    extra = [t for t in spec["model"]["vocab"] if t not in vocab]  # unseen pieces keep zero vectors
+    piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
+    norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
+    piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
+    for t in [*extra, UNK]:
+        vocab[t] = len(vocab)
+    spec["model"]["vocab"] = vocab
+    spec["model"]["unk_token"] = UNK
+    spec["post_processor"] = None
+    rows = np.vstack([values, piece_rows, np.zeros((1, values.shape[1]), dtype=np.float32)])
+    return Tokenizer.from_str(json.dumps(spec)), rows
+
+
 def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path: Path) -> Path:
     """gensim ``KeyedVectors.save``: load with ``KeyedVectors.load(path, mmap="r")``. int8 is stored dequantized."""
     values = q.values if q.scale is None else q.dequantize()
@@ -93,14 +117,22 @@ def write_model2vec(words: Sequence[str], q: Quantized, lowercase: bool, path: P
     return _replace_dir(tmp, path)
 
 
-def write_sentence_transformers(words: Sequence[str], q: Quantized, lowercase: bool, path: Path) -> Path:
-    """A ``SentenceTransformer`` folder with one ``StaticEmbedding`` (mean of word vectors; unknown words add
-    nothing to the direction). Stored as float32: ``EmbeddingBag`` has no int8."""
+def write_sentence_transformers(
+    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, pieces: Any = None
+) -> Path:
+    """A ``SentenceTransformer`` folder with one ``StaticEmbedding`` (mean of word vectors). With piece vectors
+    of a WordPiece model, unknown words get their pieces' vectors; otherwise they add nothing to the
+    direction. Stored as float32: ``EmbeddingBag`` has no int8."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    values = np.vstack([q.dequantize(), np.zeros((1, q.values.shape[1]), dtype=np.float32)])
-    module = StaticEmbedding(word_tokenizer(words, lowercase), embedding_weights=values)
+    fallback = wordpiece_fallback(words, q.dequantize(), pieces) if pieces is not None else None
+    if fallback is None:
+        tokenizer = word_tokenizer(words, lowercase)
+        values = np.vstack([q.dequantize(), np.zeros((1, q.values.shape[1]), dtype=np.float32)])
+    else:
+        tokenizer, values = fallback
+    module = StaticEmbedding(tokenizer, embedding_weights=values)
     tmp = _tmp_dir(path)
     SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
     return _replace_dir(tmp, path)
@@ -140,8 +172,9 @@ def write_format(
     lowercase: bool,
     base_model: str,
     info: dict[str, Any],
+    pieces: Any = None,
 ) -> list[Path]:
-    """Write one format; returns the paths written."""
+    """Write one format; returns the paths written (``pieces``: OOV fallback of the sentence-transformers export)."""
     if fmt is Format.WORD2VEC:
         kv = to_keyed_vectors(list(words), q.dequantize(), counts)
         return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
@@ -150,7 +183,7 @@ def write_format(
     if fmt is Format.MODEL2VEC:
         return [write_model2vec(words, q, lowercase, out / f"{stem}.model2vec", base_model)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
-        return [write_sentence_transformers(words, q, lowercase, out / f"{stem}.st")]
+        return [write_sentence_transformers(words, q, lowercase, out / f"{stem}.st", pieces)]
     return [write_npy(words, q, counts, out / f"{stem}.npy", info)]
 
 
@@ -218,6 +251,11 @@ def export_run(
     stem = f"layer{layer}.{pooling}" + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
     stem += "" if DType(dtype) is DType.FLOAT32 else f".{DType(dtype).value}"
     out_dir = check_writable(out or run_dir / "export")
+    pieces = None
+    if Format.SENTENCE_TRANSFORMERS in formats and dims is None:
+        from distill.pieces import PieceVectors
+
+        pieces = PieceVectors.open(run_dir, layer)
     written = []
     for fmt in formats:
         for path in write_format(
@@ -230,6 +268,7 @@ def export_run(
             bool(manifest["vocabulary"]["lowercase"]),
             str(manifest["model"]["source"]),
             info,
+            pieces,
         ):
             written.append((path, size_on_disk(path)))
     return written

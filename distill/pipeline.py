@@ -30,6 +30,7 @@ from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_line
 from distill.encoder import encode_occurrences, load_model, load_model_config
 from distill.export import check_writable, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
 from distill.occurrences import iter_jobs, plan_sample
+from distill.pieces import PieceSums
 from distill.reduction import reduce_words
 from distill.store import OccurrenceStore
 
@@ -144,6 +145,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
 
         intra = IntraSentence(layers) if config.analyze else None
+        pieces = PieceSums(layers, len(model.tokenizer), model.hidden_size) if config.pieces else None
         store = OccurrenceStore(work / "occurrences", layers, plan.n_rows, model.hidden_size)
         jobs = iter_jobs(_lines(corpus, config, None, None), vocab, plan)
         encode = encode_occurrences(
@@ -155,7 +157,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
             stride=config.stride,
             total=plan.n_rows,
             progress=config.progress,
-            intra=intra,
+            observers=[o for o in (intra, pieces) if o is not None],
         )
         timings["encode"] = encode.seconds
         timings["forward"] = encode.forward_seconds
@@ -200,6 +202,8 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 future.result()  # raises the first write error (disk full ...) here
         finally:
             writer.shutdown(cancel_futures=True)
+        if pieces is not None:
+            files += [p.name for p in pieces.write(out)]
         timings["reduce_and_write"] = time.perf_counter() - t0
         analysis_summary = None
         if config.analyze:

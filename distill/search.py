@@ -21,6 +21,7 @@ class Searcher:
     unit: np.ndarray  # (n, d) float32, L2-normalised
     index: Any
     kind: str = "flat"
+    pieces: Any = None  # pieces.PieceVectors: vectors for words outside the vocabulary
 
     def __post_init__(self) -> None:
         self.key_to_index = {w: i for i, w in enumerate(self.words)}
@@ -55,25 +56,46 @@ class Searcher:
                 raise ConfigError(str(err)) from err
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind)
-        return cls(words, l2_normalize(kv.vectors), index, kind)
+        pieces = None
+        if path.is_dir():
+            from distill.pieces import PieceVectors
+
+            pieces = PieceVectors.open(path, int(layer))  # type: ignore[arg-type]
+        return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
+
+    def vector(self, word: str) -> tuple[np.ndarray | None, str]:
+        """Unit vector of ``word`` and where it came from: ``vocabulary``, ``pieces`` (OOV) or ``none``."""
+        i = self.key_to_index.get(word)
+        if i is not None:
+            return self.unit[i], "vocabulary"
+        v = self.pieces.vector(word) if self.pieces is not None else None
+        if v is None or not np.any(v):
+            return None, "none"
+        return (v / np.linalg.norm(v)).astype(np.float32), "pieces"
 
     def neighbors(self, queries: Sequence[str], k: int = 10) -> list[list[tuple[str, float]] | None]:
-        """The ``k`` nearest other words of each query (None for a word without a vector), best first."""
-        found = [self.key_to_index.get(q) for q in queries]
-        rows = [i for i in found if i is not None]
+        """The ``k`` nearest other words of each query, best first; None for a word without a vector
+        (an OOV word has one when the run kept piece vectors, see ``distill run --pieces``)."""
+        found = [self.vector(q) for q in queries]
+        rows = [v for v, _ in found if v is not None]
         out: list[list[tuple[str, float]] | None] = [None] * len(queries)
         if not rows:
             return out
-        scores, ids = self.index.search(self.unit[rows], k + 1)
+        scores, ids = self.index.search(np.vstack(rows), k + 1)
         j = 0
-        for q, i in enumerate(found):
-            if i is None:
+        for q, (v, _) in enumerate(found):
+            if v is None:
                 continue
-            hits = [(self.words[t], float(s)) for t, s in zip(ids[j], scores[j]) if t >= 0 and t != i]
+            hits = [
+                (self.words[t], float(s)) for t, s in zip(ids[j], scores[j]) if t >= 0 and self.words[t] != queries[q]
+            ]
             out[q] = hits[:k]
             j += 1
         return out
 
     def similarity(self, a: str, b: str) -> float:
-        """Cosine similarity of two words (KeyError for a word without a vector)."""
-        return float(self.unit[self.key_to_index[a]] @ self.unit[self.key_to_index[b]])
+        """Cosine similarity of two words (OOV words from their pieces; KeyError for a word with no vector)."""
+        (va, _), (vb, _) = self.vector(a), self.vector(b)
+        if va is None or vb is None:
+            raise KeyError(a if va is None else b)
+        return float(va @ vb)

@@ -55,7 +55,7 @@ def test_intra_sentence_similarity_by_hand():
     # window 1: two identical text tokens -> 1; window 2: one text token only -> not counted
     h0 = torch.tensor([[[9.0, 9.0], [1, 0], [0, 1]], [[3, 4], [3, 4], [0, 0]], [[1, 2], [0, 0], [0, 0]]])
     content = torch.tensor([[False, True, True], [True, True, False], [True, False, False]])
-    intra.update((h0, 2 * h0), content)
+    intra.observe((h0, 2 * h0), torch.zeros(3, 3, dtype=torch.long), content)
     assert intra.count == 2
     expected = (np.sqrt(0.5) + 1.0) / 2
     assert intra.means() == pytest.approx({0: expected, 1: expected})

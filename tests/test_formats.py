@@ -124,3 +124,57 @@ def test_searcher_answers_like_gensim_and_saves_its_index(run_dir):
     assert searcher.similarity(word, kv.index_to_key[4]) == pytest.approx(
         kv.similarity(word, kv.index_to_key[4]), abs=1e-6
     )
+
+
+@pytest.fixture(scope="module")
+def pieces_run(tmp_path_factory, tiny_bert_dir):
+    out = tmp_path_factory.mktemp("pieces-run")
+    distill.run(
+        model=str(tiny_bert_dir),
+        out=str(out),
+        corpus=[str(TINY_CORPUS)],
+        layers="1",
+        pooling="mean",
+        min_count=1,
+        max_occurrences=10_000,
+        pieces=True,
+        progress=False,
+    )
+    return out
+
+
+def test_piece_vectors_are_the_mean_of_every_occurrence_of_the_piece(pieces_run):
+    from distill.pieces import PieceVectors
+
+    kv = distill.load(pieces_run, layer=1, pooling="mean")
+    pieces = PieceVectors.open(pieces_run, 1)
+    assert pieces.pieces("king") == pieces.tokenizer.convert_tokens_to_ids(["king"])
+    # every occurrence of "king" is one piece and all are encoded: its mean vector is the piece's vector
+    np.testing.assert_allclose(pieces.vector("king"), kv["king"], atol=1e-5)
+    # an OOV word whose first piece was seen and whose other pieces never were: that piece's vector
+    oov = "kingqqq"
+    ids = pieces.pieces(oov)
+    assert pieces.tokenizer.convert_ids_to_tokens(ids)[0] == "king"
+    assert all(pieces.counts[i] == 0 for i in ids[1:])
+    np.testing.assert_allclose(pieces.vector(oov), kv["king"], atol=1e-5)
+    assert pieces.vector("qqqzzz") is None  # no piece ever seen
+
+
+def test_oov_words_get_neighbours_and_sentence_vectors_from_their_pieces(pieces_run, tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "neighbors", str(pieces_run), "kingqqq", "-k", "2", "--pooling", "mean"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("kingqqq (from its pieces): king 1.000")
+    written = export_run(pieces_run, pooling="mean", formats=[Format.SENTENCE_TRANSFORMERS], out=tmp_path)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(written[0][0]), device="cpu")
+    oov, known = st.encode(["kingqqq", "king"])
+    assert oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-6)
