@@ -15,9 +15,10 @@ from .conftest import TINY_CORPUS
 def test_identical_occurrences_have_self_similarity_and_mev_one():
     rows = np.repeat(np.array([[1.0, 2.0, 2.0], [0.0, -3.0, 4.0]], dtype=np.float32), 4, axis=0)  # 2 words x 4
     offsets, filled = np.array([0, 4, 8]), np.array([4, 4])
-    self_sim, mev = self_similarity_and_mev(rows, offsets, filled)
+    self_sim, mev, centered = self_similarity_and_mev(rows, offsets, filled)
     np.testing.assert_allclose(self_sim, [1.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(mev, [1.0, 1.0], atol=1e-6)
+    assert np.all(np.isnan(centered) | (centered >= 0))  # no variance left once centered
 
 
 def test_self_similarity_and_mev_by_hand():
@@ -26,10 +27,23 @@ def test_self_similarity_and_mev_by_hand():
     # word 2: one filled row of three (the others are unfilled zero rows) -> no pair, MEV 1
     rows = np.array([[2, 0], [0, 2], [1, 0], [0.5, np.sqrt(3) / 2], [3, 4], [0, 0], [0, 0]], dtype=np.float32)
     offsets, filled = np.array([0, 2, 4, 7]), np.array([2, 2, 1])
-    self_sim, mev = self_similarity_and_mev(rows, offsets, filled)
+    self_sim, mev, centered = self_similarity_and_mev(rows, offsets, filled)
     np.testing.assert_allclose(self_sim[:2], [0.0, 0.5], atol=1e-6)
+    np.testing.assert_allclose(centered[:2], [1.0, 1.0], atol=1e-5)  # two points: all variance on one line
+    assert np.isnan(centered[2])
     assert np.isnan(self_sim[2])
     np.testing.assert_allclose(mev, [0.5, 0.75, 1.0], atol=1e-5)
+
+
+def test_centered_mev_equals_pca_explained_variance(rng):
+    from sklearn.decomposition import PCA
+
+    x = (rng.standard_normal((40, 12)) * np.linspace(3, 0.5, 12) + 2.0).astype(np.float32)
+    rows = np.vstack([x, np.zeros((5, 12), dtype=np.float32)])  # 5 unfilled rows of the word
+    _, mev, centered = self_similarity_and_mev(rows, np.array([0, 45]), np.array([40]))
+    assert centered[0] == pytest.approx(PCA(n_components=1).fit(x).explained_variance_ratio_[0], rel=1e-4)
+    s = np.linalg.svd(x.astype(np.float64), compute_uv=False)
+    assert mev[0] == pytest.approx(s[0] ** 2 / (s**2).sum(), rel=1e-5)
 
 
 def test_store_order_is_followed_through_position():
@@ -45,8 +59,8 @@ def test_isotropic_vectors_have_no_anisotropy(rng):
     vectors = rng.standard_normal((2000, 256))
     assert abs(anisotropy(vectors)) < 0.005
     assert anisotropy(np.ones((10, 4)) + rng.random((10, 4)) * 1e-3) > 0.99  # all one direction
-    baseline, mev = random_baselines(vectors, np.arange(2000), rng, n_sample=500, n_mev=5, mev_rows=100)
-    assert abs(baseline) < 0.02 and 0 < mev < 0.1  # 100 random rows in 256 dims: no dominant direction
+    baseline, mev, centered = random_baselines(vectors, np.arange(2000), rng, n_sample=500, n_mev=5, mev_rows=100)
+    assert abs(baseline) < 0.02 and 0 < mev < 0.1 and 0 < centered < 0.1  # random rows: no dominant direction
 
 
 def test_intra_sentence_similarity_by_hand():
