@@ -1,7 +1,9 @@
 """distill: static word vectors from contextual language models (Ethayarajh 2019)."""
 
+from typing import Any
+
 from distill.config import ConfigError, DistillError, OutputError, Pooling, RunConfig
-from distill.pipeline import RunResult, load, run, run_pipeline
+from distill.export import load
 
 __version__ = "0.1.0"
 
@@ -17,3 +19,12 @@ __all__ = [
     "run",
     "run_pipeline",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The pipeline (torch, transformers) is imported on first use, so serving code stays light."""
+    if name in ("run", "run_pipeline", "RunResult"):
+        from distill import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'distill' has no attribute {name!r}")

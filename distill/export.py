@@ -185,3 +185,25 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def load(path: str | Path, layer: int | None = None, pooling: str = "pc") -> Any:
+    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a run folder and a layer.
+
+    Needs only numpy and gensim (no torch), so a service can import it cheaply.
+    """
+    from gensim.models import KeyedVectors
+
+    from distill.config import ConfigError, Pooling
+
+    path = Path(path)
+    if path.is_dir():
+        if layer is None:
+            manifest = path / "manifest.json"
+            if not manifest.is_file():
+                raise ConfigError(f"{path} is not a distill run folder (no manifest.json)")
+            layer = json.loads(manifest.read_text())["layers"][0]
+        path = path / f"layer{int(layer)}.{Pooling(pooling).value}.bin"
+    if not path.is_file():
+        raise ConfigError(f"no vector file at {path}")
+    return KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")

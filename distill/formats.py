@@ -219,8 +219,7 @@ def export_run(
     """Export one layer and pooling of a run in ``formats``; returns (path, bytes on disk) per output."""
     from distill.compress import fit_pca, quantize
     from distill.compress import top_words as keep_top
-    from distill.export import check_writable
-    from distill.pipeline import load
+    from distill.export import check_writable, load
 
     run_dir = Path(run_dir)
     manifest_path = run_dir / "manifest.json"

@@ -78,12 +78,12 @@ class PieceVectors:
         """The run's piece vectors for ``layer`` and the model's tokenizer; None if the run made none."""
         import json
 
-        from transformers import AutoTokenizer
-
         run_dir = Path(run_dir)
         path = run_dir / f"layer{layer}.pieces.npz"
         if not path.is_file():
             return None
+        from transformers import AutoTokenizer
+
         manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
         try:
             tokenizer = AutoTokenizer.from_pretrained(manifest["model"]["source"])

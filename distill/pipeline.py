@@ -28,7 +28,7 @@ from distill.config import (
 )
 from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.encoder import encode_occurrences, load_model, load_model_config
-from distill.export import check_writable, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
+from distill.export import check_writable, load, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
 from distill.occurrences import iter_jobs, plan_sample
 from distill.pieces import PieceSums
 from distill.reduction import reduce_words
@@ -314,25 +314,6 @@ def run(**options: Any) -> RunResult:
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return run_pipeline(RunConfig(**options))
-
-
-def load(path: str | Path, layer: int | None = None, pooling: str = "pc") -> Any:
-    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a run folder and a layer."""
-    from gensim.models import KeyedVectors
-
-    path = Path(path)
-    if path.is_dir():
-        if layer is None:
-            manifest = path / "manifest.json"
-            if not manifest.is_file():
-                raise ConfigError(f"{path} is not a distill run folder (no manifest.json)")
-            import json
-
-            layer = json.loads(manifest.read_text())["layers"][0]
-        path = path / f"{stem(int(layer), Pooling(pooling))}.bin"
-    if not path.is_file():
-        raise ConfigError(f"no vector file at {path}")
-    return KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
 
 
 def summary(result: RunResult) -> str:

@@ -30,7 +30,7 @@ class Searcher:
     def open(cls, path: str | Path, layer: int | None = None, pooling: str = "pc", kind: str = "flat") -> Searcher:
         """Vectors from a run folder (layer, pooling) or a vector file; the index is read if it was saved
         beside them (``<stem>.faiss`` for flat, ``<stem>.<kind>.faiss`` otherwise), else built and saved."""
-        from distill.pipeline import load
+        from distill.export import load
 
         if kind not in INDEX_KINDS:
             raise ConfigError(f"unknown index kind {kind!r}; use one of: {', '.join(INDEX_KINDS)}")
@@ -57,8 +57,8 @@ class Searcher:
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind)
         pieces = None
-        if path.is_dir():
-            from distill.pieces import PieceVectors
+        if path.is_dir() and (path / f"layer{layer}.pieces.npz").is_file():
+            from distill.pieces import PieceVectors  # torch and transformers: only for runs with piece vectors
 
             pieces = PieceVectors.open(path, int(layer))  # type: ignore[arg-type]
         return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
