@@ -1,0 +1,55 @@
+"""Better static vectors from the same distillation: combine layers and poolings, remove dominant directions.
+
+- ``combine``: the mean (of unit vectors) or the concatenation of several layers' vectors;
+- ``pc+mean``: the sum of a word's unit first-PC and unit mean vectors;
+- ``remove_top``: all-but-the-top (Mu & Viswanath 2018): subtract the vocabulary mean and the projections on
+  its ``d`` top principal directions;
+- ``whiten``: PCA whitening of the centred vocabulary (every direction given unit variance, rotated back).
+All act on ``(n_words, dim)`` arrays whose rows are the same words in the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from distill.config import ConfigError
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def combine(parts: Sequence[np.ndarray], how: str = "mean") -> np.ndarray:
+    """One vector per word from several ``(n, d_i)`` arrays: mean of unit rows, or their concatenation."""
+    if not parts:
+        raise ConfigError("nothing to combine")
+    if how == "mean":
+        if len({p.shape for p in parts}) != 1:
+            raise ConfigError("--combine mean needs vectors of one size; use --combine concat")
+        return np.mean([unit(p) for p in parts], axis=0).astype(np.float32)
+    if how == "concat":
+        return np.hstack([unit(p) for p in parts]).astype(np.float32)
+    raise ConfigError(f"unknown combination {how!r}; use mean or concat")
+
+
+def remove_top(x: np.ndarray, d: int) -> np.ndarray:
+    """All-but-the-top: centre, then remove the projections on the top ``d`` principal directions."""
+    if d < 0 or d >= min(x.shape):
+        raise ConfigError(f"--remove-top must be between 0 and {min(x.shape) - 1}, not {d}")
+    centered = x - x.mean(axis=0)
+    if d == 0:
+        return centered.astype(np.float32)
+    _, _, vt = np.linalg.svd(centered.astype(np.float64), full_matrices=False)
+    top = vt[:d]
+    return (centered - (centered @ top.T) @ top).astype(np.float32)
+
+
+def whiten(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """ZCA whitening of the vocabulary: centred, every principal direction scaled to unit variance."""
+    centered = (x - x.mean(axis=0)).astype(np.float64)
+    _, s, vt = np.linalg.svd(centered, full_matrices=False)
+    scale = np.sqrt(len(x) - 1) / np.maximum(s, eps)
+    return ((centered @ vt.T) * scale @ vt).astype(np.float32)
