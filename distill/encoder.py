@@ -38,7 +38,14 @@ _FINAL_NORMS = ("ln_f", "norm", "final_layer_norm")
 
 @dataclass
 class LoadedModel:
-    """A model ready to encode, with what the manifest records about it."""
+    """A model ready to encode, with what the manifest records about it: the ``Encoder`` interface.
+
+    A model family implements two methods (see ``distill/elmo.py`` for a non-Hugging-Face one):
+    ``tokenize(texts, stride) -> list[Window]`` (pieces with character offsets, long texts split into
+    windows) and ``forward(windows) -> (hidden states, width)`` (every layer, ``(B, width, hidden_size)``
+    each, layer 0 = the input embedding). Alignment, pooling, reduction and export are shared.
+    This class is the Hugging Face implementation (fast tokenizer + ``AutoModel``).
+    """
 
     name: str  # as the user gave it
     source: str  # hub id or local folder
@@ -52,6 +59,45 @@ class LoadedModel:
     uncased: bool
     revision: str | None = None
     layers_run: int = 0  # transformer layers actually run
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of piece ids (for per-piece statistics)."""
+        return len(self.tokenizer)
+
+    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
+        """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
+        encoding = self.tokenizer(
+            texts,
+            max_length=self.max_length,
+            truncation=True,
+            stride=stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        return make_windows(encoding, len(texts))
+
+    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
+        """Right-padded forward pass; returns all hidden states and the padded length."""
+        width = max(len(w.ids) for w in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, window in enumerate(batch):
+            ids[i, : len(window.ids)] = torch.tensor(window.ids)
+            mask[i, : len(window.ids)] = 1
+        pin = self.device.type == "cuda"
+        if pin:
+            ids, mask = ids.pin_memory(), mask.pin_memory()
+        output = self.model(
+            input_ids=ids.to(self.device, non_blocking=pin),
+            attention_mask=mask.to(self.device, non_blocking=pin),
+            output_hidden_states=True,
+            use_cache=False,
+        )
+        return output.hidden_states, width
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -240,18 +286,7 @@ def _batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
 
 def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stats: EncodeStats) -> list[_Prepared]:
     """Tokenize a chunk of sentences into windows and align each occurrence to its pieces."""
-    encoding = model.tokenizer(
-        [job.text for job in jobs],
-        max_length=model.max_length,
-        truncation=True,
-        stride=stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        return_special_tokens_mask=True,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
-    windows = make_windows(encoding, len(jobs))
+    windows = model.tokenize([job.text for job in jobs], stride)
     stats.sentences += len(jobs)
     stats.windows += len(windows)
     stats.long_sentences += len(windows) - len({w.sentence for w in windows})
@@ -281,23 +316,8 @@ def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stat
 
 
 def forward_hidden(model: LoadedModel, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
-    """Right-padded forward pass; returns all hidden states and the padded length."""
-    width = max(len(w.ids) for w in batch)
-    ids = torch.zeros((len(batch), width), dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for i, window in enumerate(batch):
-        ids[i, : len(window.ids)] = torch.tensor(window.ids)
-        mask[i, : len(window.ids)] = 1
-    pin = model.device.type == "cuda"
-    if pin:
-        ids, mask = ids.pin_memory(), mask.pin_memory()
-    output = model.model(
-        input_ids=ids.to(model.device, non_blocking=pin),
-        attention_mask=mask.to(model.device, non_blocking=pin),
-        output_hidden_states=True,
-        use_cache=False,
-    )
-    return output.hidden_states, width
+    """All hidden states of a batch of windows and the padded length (``model.forward``)."""
+    return model.forward(batch)
 
 
 def gather_occurrences(

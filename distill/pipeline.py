@@ -146,7 +146,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
 
         intra = IntraSentence(layers) if config.analyze else None
-        pieces = PieceSums(layers, len(model.tokenizer), model.hidden_size) if config.pieces else None
+        pieces = PieceSums(layers, model.vocab_size, model.hidden_size) if config.pieces else None
         store = OccurrenceStore(work / "occurrences", layers, plan.n_rows, model.hidden_size)
         jobs = iter_jobs(_lines(corpus, config, None, None), vocab, plan)
         encode = encode_occurrences(
