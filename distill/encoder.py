@@ -140,6 +140,11 @@ def load_model_config(name: str, source: str, revision: str | None = None, gguf_
     """The model's config alone (no weights), to check layers before anything heavy loads."""
     from transformers import AutoConfig
 
+    from distill.elmo import elmo_config, elmo_files
+
+    if elmo_files(source) is not None:
+        return elmo_config(source)
+
     config = _from_pretrained(AutoConfig, name, source, revision=revision, gguf_file=gguf_file)
     if getattr(config, "num_hidden_layers", None) is None:
         raise ConfigError(f"model {name!r} has no num_hidden_layers in its config; it is not a transformer encoder")
@@ -215,6 +220,11 @@ def load_model(
 ) -> LoadedModel:
     """Tokenizer and base model (no LM head), cut after the highest requested layer, in eval mode."""
     from transformers import AutoModel, AutoTokenizer
+
+    from distill.elmo import elmo_files, load_elmo
+
+    if elmo_files(source) is not None:
+        return load_elmo(name, source, resolve_device(device), max_length)
 
     config = config or load_model_config(name, source, revision, gguf_file)
     n_layers = int(config.num_hidden_layers)
