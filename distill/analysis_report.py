@@ -27,12 +27,13 @@ def markdown(analysis: dict[str, Any]) -> str:
         "",
         f"- {analysis['words_measured']:,} words with at least {analysis['min_occurrences']} occurrences; "
         f"{analysis['sentences_measured']:,} model windows for intra-sentence similarity.",
-        "- adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of random occurrence matrices).",
+        "- adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of as many random occurrences as the "
+        "word has).",
         "- MEV = sigma_1^2 / sum sigma_i^2 of a word's occurrence matrix; centered: of the matrix minus its mean "
         "(the share of variance PCA's first component explains, as the paper's code computes it).",
         "",
         "| layer | anisotropy | self-sim | self-sim adj. | intra-sent. | intra-sent. adj. | MEV | MEV adj. "
-        "| MEV centered | MEV c. adj. | words MEV c. < 5% |",
+        "| MEV centered | MEV c. adj. | words MEV c. adj. < 5% |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for layer, r in layers.items():
@@ -40,7 +41,7 @@ def markdown(analysis: dict[str, Any]) -> str:
         lines.append(
             f"| {layer} | {r['anisotropy']:.3f} | {r['self_similarity']:.3f} | {r['self_similarity_adjusted']:.3f} | "
             f"{intra} | {r['mev']:.3f} | {r['mev_adjusted']:.3f} | {r['mev_centered']:.3f} | "
-            f"{r['mev_centered_adjusted']:.3f} | {r['mev_centered_share_under_5_percent']:.1%} |"
+            f"{r['mev_centered_adjusted']:.3f} | {r['mev_centered_adjusted_share_under_5_percent']:.1%} |"
         )
     groups = list(next(iter(layers.values()))["self_similarity_by_group"])
     sizes = analysis["group_sizes"]
