@@ -484,5 +484,30 @@ def analyze(
     typer.echo(f"analysis: {a['seconds']:.1f} s of {total:.1f} s; files in {result.out}")
 
 
+@app.command()
+def derive(
+    run_dir: Annotated[Path, typer.Argument(help="A finished distill run folder.")],
+    layers: Annotated[str, typer.Option(help="Layers to combine: 1, 1-6, 0,2,4 or all.")] = "1",
+    pooling: Annotated[str, typer.Option(help="pc, mean, or pc+mean (the sum of both, unit-normalised).")] = "pc",
+    combine: Annotated[str, typer.Option(help="Several layers: mean of unit vectors, or concat.")] = "mean",
+    remove_top: Annotated[
+        Optional[int],
+        typer.Option(
+            help="All-but-the-top: remove the vocabulary mean and its D top principal directions (0: mean only)."
+        ),
+    ] = None,
+    whiten: Annotated[bool, typer.Option(help="PCA-whiten the vocabulary.")] = False,
+) -> None:
+    """Derive a better set from a run's layer files (no model runs): combined layers, pc+mean, all-but-the-top."""
+    from distill.derive import Recipe
+    from distill.derive import derive as derive_set
+
+    try:
+        name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten))
+    except DistillError as err:
+        _fail(err)
+    typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
+
+
 def main() -> None:
     app()

@@ -30,3 +30,38 @@ def test_combine_means_unit_rows_or_concatenates(rng):
     assert combine([a, b], "concat").shape == (5, 8)
     with pytest.raises(ConfigError, match="use --combine concat"):
         combine([a, rng.standard_normal((5, 3))])
+
+
+def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import distill
+    from distill.derive import Recipe, derive
+
+    from .conftest import TINY_CORPUS
+
+    distill.run(
+        model=str(tiny_bert_dir),
+        out=str(tmp_path),
+        corpus=[str(TINY_CORPUS)],
+        layers="0-2",
+        pooling="pc,mean",
+        min_count=2,
+        max_occurrences=5,
+        progress=False,
+    )
+    name, kv = derive(tmp_path, Recipe(layers="1-2", pooling="pc+mean", remove_top=1))
+    assert name == "layers1-2.pc-mean.top1"
+    parts = [unit(distill.load(tmp_path, layer=layer, pooling=p).vectors) for layer in (1, 2) for p in ("pc", "mean")]
+    np.testing.assert_allclose(kv.vectors, remove_top(combine(parts), 1), atol=1e-6)
+    from gensim.models import KeyedVectors
+
+    again = KeyedVectors.load_word2vec_format(str(tmp_path / f"{name}.bin"), binary=True)
+    np.testing.assert_allclose(again.vectors, kv.vectors)
+    assert json.loads((tmp_path / "manifest.json").read_text())["derived"][name]["layers"] == [1, 2]
+    bad = subprocess.run(
+        [sys.executable, "-m", "distill", "derive", str(tmp_path), "--layers", "5"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "out of range" in bad.stderr
