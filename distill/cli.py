@@ -367,8 +367,9 @@ def table(
     out: Annotated[
         Optional[str],
         typer.Option(
-            help="Folder of the run (one model; several get a subfolder each), its baselines/ and table/ (the report). "
-            "Default: outputs/<model>-<corpus>, or outputs/table-<corpus> for several models."
+            help="One model: folder of the run, its baselines/ and table/ (the report); default "
+            "outputs/<model>-<corpus>. Several models: each runs in outputs/<model>-<corpus> and the report "
+            "goes here (default outputs/table-<corpus>)."
         ),
     ] = None,
     max_occurrences: Annotated[int, typer.Option(help="Occurrences per word.")] = 200,

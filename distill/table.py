@@ -28,7 +28,8 @@ class TableConfig:
     baseline_files: tuple[str, ...] = ()
     published: bool = True  # add the published GloVe subset of the data folder
     evaluation: EvalOptions = field(default_factory=EvalOptions)
-    out: Path | None = None  # one model: its run folder (default outputs/<model>-<corpus>); report in <out>/table
+    out: Path | None = None  # one model: its run folder (default outputs/<model>-<corpus>), report in <out>/table;
+    # several models: each in outputs/<model>-<corpus> (reused), report in <out> (default outputs/table-<corpus>)
     reuse: bool = True  # reuse a finished distillation / baseline folder made with the same options
     progress: bool = True
 
@@ -63,7 +64,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
     timings: dict[str, float] = {}
     vector_files: list[Path] = []
     for run in config.runs:
-        out = Path(run.out or (root if single else root / slug(Path(run.model).name)))
+        out = Path(run.out or (root if single else default_out(run.model, corpus)))
         run = replace(run, out=str(out), corpus=run.corpus or corpus)
         if config.reuse and _reusable_run(run, out):
             logger.info("reusing the distillation in %s", out)
@@ -72,8 +73,8 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
             run_pipeline(run)
             timings[f"distill {run.model}"] = time.perf_counter() - t0
         vector_files += expand_paths([out])
-    vocab_dir = Path(config.runs[0].out or (root if single else root / slug(Path(config.runs[0].model).name)))
-    table_out = root / "table"
+    vocab_dir = Path(config.runs[0].out or (root if single else default_out(config.runs[0].model, corpus)))
+    table_out = root / "table" if single else root
 
     baselines = []
     if config.methods:
