@@ -42,14 +42,21 @@ def remove_top(x: np.ndarray, d: int) -> np.ndarray:
     centered = x - x.mean(axis=0)
     if d == 0:
         return centered.astype(np.float32)
-    _, _, vt = np.linalg.svd(centered.astype(np.float64), full_matrices=False)
-    top = vt[:d]
+    top = _principal_directions(centered)[:d]
     return (centered - (centered @ top.T) @ top).astype(np.float32)
+
+
+def _principal_directions(centered: np.ndarray) -> np.ndarray:
+    """Rows: principal directions of a centred (n, dim) matrix, largest first, from the (dim, dim) covariance
+    (one matmul and a small eigensolve instead of the SVD of the whole matrix)."""
+    c = centered.astype(np.float64)
+    values, vectors = np.linalg.eigh(c.T @ c)
+    return vectors[:, ::-1].T
 
 
 def whiten(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """ZCA whitening of the vocabulary: centred, every principal direction scaled to unit variance."""
     centered = (x - x.mean(axis=0)).astype(np.float64)
-    _, s, vt = np.linalg.svd(centered, full_matrices=False)
-    scale = np.sqrt(len(x) - 1) / np.maximum(s, eps)
-    return ((centered @ vt.T) * scale @ vt).astype(np.float32)
+    values, vectors = np.linalg.eigh(centered.T @ centered / (len(x) - 1))
+    scale = 1.0 / np.sqrt(np.maximum(values, eps))
+    return ((centered @ vectors) * scale @ vectors.T).astype(np.float32)
