@@ -50,7 +50,7 @@ def _principal_directions(centered: np.ndarray) -> np.ndarray:
     """Rows: principal directions of a centred (n, dim) matrix, largest first, from the (dim, dim) covariance
     (one matmul and a small eigensolve instead of the SVD of the whole matrix)."""
     c = centered.astype(np.float64)
-    values, vectors = np.linalg.eigh(c.T @ c)
+    _, vectors = np.linalg.eigh(c.T @ c)
     return vectors[:, ::-1].T
 
 
