@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 MODEL ?= minilm
 LAYER ?= 1
 POOLING ?= pc
+BEST ?= 1
 CORPUS ?=
 OUT ?=
 ARGS ?=
@@ -25,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 distill: install
-	$(VENV)/bin/distill run --model $(MODEL) --layers $(LAYER) --pooling $(POOLING) \
+	$(VENV)/bin/distill run --model $(MODEL) --layers $(LAYER) --pooling $(POOLING) $(if $(filter 1,$(BEST)),--best) \
 		$(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 evaluate: install

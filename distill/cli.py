@@ -94,6 +94,13 @@ def run(
     analyze: Annotated[
         bool, typer.Option(help="Also measure how contextual each layer is (see distill analyze --help).")
     ] = False,
+    best: Annotated[
+        bool,
+        typer.Option(
+            help="Also write the recommended set (benchmarks/quality_sweep.py): the mean vectors of the upper "
+            "third of the layers, averaged (layers4-6.mean for a 6-layer model)."
+        ),
+    ] = False,
     pieces: Annotated[
         bool,
         typer.Option(
@@ -135,6 +142,7 @@ def run(
             normalize=normalize,
             analyze=analyze,
             pieces=pieces,
+            best=best,
             encoding_errors=encoding_errors,
             progress=progress,
         )

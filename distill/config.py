@@ -118,6 +118,12 @@ def resolve_model(name: str) -> str:
     return MODEL_ALIASES.get(name, name)
 
 
+def best_layers(n_layers: int) -> tuple[int, ...]:
+    """The layers of the recommended set: the upper third (4-6 of 6, 8-12 of 12), as the quality sweep chose."""
+    first = max(1, -(-2 * n_layers // 3))
+    return tuple(range(min(first, n_layers), n_layers + 1))
+
+
 def parse_layers(spec: str | int | list[int] | tuple[int, ...], n_layers: int) -> tuple[int, ...]:
     """``"1"``, ``"1,3"``, ``"0-3"``, ``"all"`` -> sorted layer indices in ``0..n_layers``.
 
@@ -201,6 +207,7 @@ class RunConfig:
     normalize: bool = False
     analyze: bool = False  # also measure contextuality (analysis.json, analysis.md, plots)
     pieces: bool = False  # also a mean vector per piece of the model's vocabulary (OOV words from pieces)
+    best: bool = False  # also the best set of benchmarks/quality_sweep.py: upper third of layers, mean, averaged
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
     progress: bool = True
 

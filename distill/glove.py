@@ -22,10 +22,10 @@ class GloveOptions:
     dim: int = 300
     window: int = 10
     epochs: int = 25
-    x_max: float = 100.0
+    x_max: float = 10.0  # glove's demo value for corpora of millions of words (100 for billions)
     alpha: float = 0.75
     learning_rate: float = 0.05
-    batch_size: int = 8192
+    batch_size: int = 4096
     seed: int = 0
 
 
@@ -49,6 +49,14 @@ def cooccurrence(sentences: Iterable[np.ndarray], n_words: int, window: int = 10
     return (total + total.T).tocoo()
 
 
+def _adagrad(param: torch.Tensor, gradsq: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, lr: float) -> None:
+    """One AdaGrad step on the rows touched: per-row summed gradient, squared into the accumulator first."""
+    unique, inverse = torch.unique(rows, return_inverse=True)
+    total = torch.zeros((len(unique), *grads.shape[1:]), dtype=grads.dtype).index_add_(0, inverse, grads)
+    gradsq.index_add_(0, unique, total.square())
+    param.index_add_(0, unique, -lr * total / torch.sqrt(gradsq[unique]))
+
+
 @dataclass(frozen=True)
 class GloveFit:
     """Fitted parameters: word and context vectors ``(n_words, dim)`` and their biases ``(n_words,)``."""
@@ -63,7 +71,7 @@ class GloveFit:
         """What GloVe writes by default: word + context vectors."""
         return self.w + self.c
 
-    def loss(self, cooc: sp.coo_matrix, x_max: float = 100.0, alpha: float = 0.75) -> float:
+    def loss(self, cooc: sp.coo_matrix, x_max: float = 10.0, alpha: float = 0.75) -> float:
         """The GloVe objective ``sum f(x) (w_i.c_j + b_i + b_j - log x)^2``."""
         pred = np.einsum("ij,ij->i", self.w[cooc.row], self.c[cooc.col]) + self.bw[cooc.row] + self.bc[cooc.col]
         f = np.minimum(1.0, (cooc.data / x_max) ** alpha)
@@ -96,13 +104,10 @@ def train_glove(cooc: sp.coo_matrix, options: GloveOptions = GloveOptions(), pro
             wi, cj = w[i], c[j]
             diff = (wi * cj).sum(1) + bw[i] + bc[j] - log_x[b]
             g = (weight[b] * diff).clamp_(-100.0, 100.0)  # glove.c clips too
-            grad_w, grad_c = g[:, None] * cj, g[:, None] * wi
-            w.index_add_(0, i, -lr * grad_w / torch.sqrt(gw[i]))
-            c.index_add_(0, j, -lr * grad_c / torch.sqrt(gc[j]))
-            bw.index_add_(0, i, -lr * g / torch.sqrt(gbw[i]))
-            bc.index_add_(0, j, -lr * g / torch.sqrt(gbc[j]))
-            gw.index_add_(0, i, grad_w.square())
-            gc.index_add_(0, j, grad_c.square())
-            gbw.index_add_(0, i, g.square())
-            gbc.index_add_(0, j, g.square())
+            # minibatch AdaGrad: sum each row's gradients over the batch, then one step per row (a frequent
+            # word appears many times in a batch; stepping once per appearance would overshoot)
+            _adagrad(w, gw, i, g[:, None] * cj, lr)
+            _adagrad(c, gc, j, g[:, None] * wi, lr)
+            _adagrad(bw, gbw, i, g, lr)
+            _adagrad(bc, gbc, j, g, lr)
     return GloveFit(w.numpy(), c.numpy(), bw.numpy(), bc.numpy())

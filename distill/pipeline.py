@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import platform
 import re
@@ -22,12 +23,14 @@ from distill.config import (
     ConfigError,
     Pooling,
     RunConfig,
+    best_layers,
     default_corpus,
     default_gguf,
     parse_layers,
     resolve_model,
 )
 from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list
+from distill.derive import Recipe, derive
 from distill.encoder import encode_occurrences, load_model, load_model_config
 from distill.export import check_writable, load, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
 from distill.occurrences import iter_jobs, plan_sample
@@ -48,8 +51,11 @@ class RunResult:
     vectors: dict[str, Any]  # gensim KeyedVectors
     manifest: dict[str, Any]
 
-    def __getitem__(self, key: int | tuple[int, str]) -> Any:
-        """``result[1]``: layer 1, first pooling; ``result[1, "mean"]``: layer 1, mean pooling."""
+    def __getitem__(self, key: int | str | tuple[int, str]) -> Any:
+        """``result[1]``: layer 1, first pooling; ``result[1, "mean"]``: layer 1, mean pooling;
+        ``result["best"]`` or a set's name (``result["layers4-6.mean"]``)."""
+        if isinstance(key, str):
+            return self.vectors[self.manifest["best"] if key == "best" else key]
         layer, pooling = key if isinstance(key, tuple) else (key, self.manifest["config"]["pooling"][0])
         return self.vectors[stem(layer, Pooling(pooling))]
 
@@ -101,6 +107,10 @@ def run_pipeline(config: RunConfig) -> RunResult:
     gguf_file = config.gguf_file or default_gguf(config.model)
     model_config = load_model_config(config.model, source, config.revision, gguf_file)
     layers = parse_layers(config.layers, int(model_config.num_hidden_layers))
+    if config.best:  # the recommended set needs the upper layers' mean vectors
+        layers = tuple(sorted(set(layers) | set(best_layers(int(model_config.num_hidden_layers)))))
+        if Pooling.MEAN not in config.pooling:
+            config = dataclasses.replace(config, pooling=(*config.pooling, Pooling.MEAN))
 
     work = Path(tempfile.mkdtemp(prefix=".work-", dir=out))
     try:
@@ -285,6 +295,13 @@ def run_pipeline(config: RunConfig) -> RunResult:
             manifest["config"]["corpus"] = list(corpus)
         write_json(manifest, out / "manifest.json")
         store.remove()
+        if config.best:
+            best = best_layers(int(model_config.num_hidden_layers))
+            name, kv = derive(out, Recipe(layers=f"{best[0]}-{best[-1]}", pooling="mean", combine="mean"))
+            vectors[name] = kv
+            manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+            manifest["best"] = name
+            write_json(manifest, out / "manifest.json")
         return RunResult(out=out, vectors=vectors, manifest=manifest)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -328,6 +345,8 @@ def summary(result: RunResult) -> str:
         f"{m['encoding']['tokens']:,} tokens at {m['encoding']['tokens_per_second']:,.0f} tokens/s",
         f"wrote {len(m['files'])} files to {result.out} in {m['timings_seconds']['total']:.1f} s",
     ]
+    if m.get("best"):
+        lines.append(f"recommended set (--best): {result.out}/{m['best']}.txt; the paper's: layer1.pc.txt")
     return "\n".join(lines)
 
 

@@ -65,3 +65,30 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
         [sys.executable, "-m", "distill", "derive", str(tmp_path), "--layers", "5"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "out of range" in bad.stderr
+
+
+def test_best_layers_are_the_upper_third():
+    from distill.config import best_layers
+
+    assert best_layers(6) == (4, 5, 6) and best_layers(12) == tuple(range(8, 13))
+    assert best_layers(2) == (2,) and best_layers(30) == tuple(range(20, 31))
+
+
+def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
+    import distill
+
+    from .conftest import TINY_CORPUS
+
+    result = distill.run(
+        model=str(tiny_bert_dir),
+        out=str(tmp_path),
+        corpus=[str(TINY_CORPUS)],
+        layers="1",
+        min_count=2,
+        max_occurrences=5,
+        best=True,
+        progress=False,
+    )
+    assert result.manifest["best"] == "layer2.mean.unit" and result.manifest["layers"] == [1, 2]
+    assert (tmp_path / "layer1.pc.txt").is_file() and (tmp_path / "layer2.mean.txt").is_file()
+    np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(result[2, "mean"].vectors), atol=1e-6)
