@@ -50,12 +50,11 @@ def cooccurrence(sentences: Iterable[np.ndarray], n_words: int, window: int = 10
 
 
 def _adagrad(param: torch.Tensor, gradsq: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, lr: float) -> None:
-    """AdaGrad steps for a batch, one per appearance of a row, each divided by the row's number of appearances
-    in the batch: a frequent word then moves by its mean gradient, not by hundreds of steps at once."""
-    share = torch.bincount(rows, minlength=len(param)).index_select(0, rows).to(grads.dtype)
-    grads = grads / (share[:, None] if grads.dim() == 2 else share)
-    param.index_add_(0, rows, -lr * grads / torch.sqrt(gradsq.index_select(0, rows)))
-    gradsq.index_add_(0, rows, grads.square())
+    """One AdaGrad step on the rows touched: per-row summed gradient, squared into the accumulator first."""
+    unique, inverse = torch.unique(rows, return_inverse=True)
+    total = torch.zeros((len(unique), *grads.shape[1:]), dtype=grads.dtype).index_add_(0, inverse, grads)
+    gradsq.index_add_(0, unique, total.square())
+    param.index_add_(0, unique, -lr * total / torch.sqrt(gradsq[unique]))
 
 
 @dataclass(frozen=True)
