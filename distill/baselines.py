@@ -153,6 +153,11 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         result.seconds[method.value] = seconds
         records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
         logger.info("%s: %.1f s", method.value, seconds)
+    previous = out / "baselines.json"
+    if previous.is_file():  # keep the records of methods trained earlier on the same corpus and words
+        old = json.loads(previous.read_text(encoding="utf-8"))
+        if old.get("corpus_files") == stats.files and old.get("vocabulary", {}).get("size") == len(kept_words):
+            records = {**old.get("files", {}), **records}
     manifest = {
         "corpus": [Path(f["path"]).name for f in stats.files],
         "corpus_files": stats.files,
