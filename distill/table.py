@@ -40,8 +40,10 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
         return False
     saved = json.loads(manifest.read_text(encoding="utf-8"))["config"]
     wanted = config.to_json()
-    keys = [k for k in wanted if k not in ("progress", "out", "analyze")]
-    return all(saved.get(k) == wanted[k] for k in keys)
+    # extras that add files but change no layer set do not matter; a key older runs lack counts as its default
+    defaults = RunConfig().to_json()
+    keys = [k for k in wanted if k not in ("progress", "out", "analyze", "best", "pieces")]
+    return all(saved.get(k, defaults.get(k)) == wanted[k] for k in keys)
 
 
 def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, float]]:
