@@ -125,6 +125,17 @@ def anisotropy(vectors: np.ndarray) -> float:
     return float((total @ total - n) / (n * (n - 1)))
 
 
+def size_grid(sizes: np.ndarray, points: int = 24) -> list[int]:
+    """At most ``points`` matrix sizes, geometrically spaced over ``sizes``, at which baselines are computed."""
+    lo, hi = int(np.min(sizes)), int(np.max(sizes))
+    return sorted({round(float(x)) for x in np.geomspace(lo, hi, points)} | {lo, hi})
+
+
+def nearest_size(grid: list[int], n: int) -> int:
+    """The grid size closest to ``n`` in ratio (baselines change smoothly with the number of rows)."""
+    return min(grid, key=lambda g: abs(np.log(g / n)))
+
+
 def random_baselines(
     matrix: np.ndarray,
     rows: np.ndarray,
@@ -133,12 +144,13 @@ def random_baselines(
     n_sample: int = 2000,
     repeats: int = 4,
 ) -> tuple[float, dict[int, float], dict[int, float]]:
-    """Anisotropy (mean cosine of ``n_sample`` random occurrences) and, for each matrix size in ``sizes``, the
-    MEV (uncentered, centered) of matrices of that many random occurrences: a word's MEV is compared with
-    random matrices of its own size, since a matrix of few rows has a large first component by chance."""
+    """Anisotropy (mean cosine of ``n_sample`` random occurrences) and, for each size of :func:`size_grid` over
+    ``sizes``, the MEV (uncentered, centered) of matrices of that many random occurrences: a word's MEV is
+    compared with random matrices of (about) its own size, since a matrix of few rows has a large first
+    component by chance."""
     sample = matrix[np.sort(rng.choice(rows, size=min(n_sample, len(rows)), replace=False))].astype(np.float64)
     uncentered, centered = {}, {}
-    for size in (int(n) for n in np.unique(sizes)):
+    for size in size_grid(sizes):
         size = min(size, len(rows))
         u, c = [], []
         for _ in range(repeats):
@@ -187,11 +199,15 @@ def analyze_layers(
     for layer, matrix in matrices.items():
         rng = np.random.default_rng([seed, layer])
         stored = position[filled_rows] if position is not None else np.flatnonzero(np.abs(matrix).sum(axis=1) > 0)
-        base, mev_by_size, centered_by_size = random_baselines(matrix, stored, rng, filled[eligible])
+        base, mev_by_size, centered_by_size = random_baselines(
+            matrix, stored, rng, np.minimum(filled[eligible], len(stored))
+        )
         self_sim, mev, centered = self_similarity_and_mev(matrix, offsets, filled, position=position, device=device)
         sizes = np.minimum(filled[eligible], len(stored))
-        mev_base_w = np.array([mev_by_size[int(n)] for n in sizes])
-        centered_base_w = np.array([centered_by_size[int(n)] for n in sizes])
+        grid = sorted(mev_by_size)
+        nearest = {int(n): nearest_size(grid, int(n)) for n in np.unique(sizes)}
+        mev_base_w = np.array([mev_by_size[nearest[int(n)]] for n in sizes])
+        centered_base_w = np.array([centered_by_size[nearest[int(n)]] for n in sizes])
         mev_base, centered_base = float(mev_base_w.mean()), float(centered_base_w.mean())
         record = {
             "anisotropy": base,

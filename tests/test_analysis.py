@@ -60,7 +60,7 @@ def test_isotropic_vectors_have_no_anisotropy(rng):
     assert abs(anisotropy(vectors)) < 0.005
     assert anisotropy(np.ones((10, 4)) + rng.random((10, 4)) * 1e-3) > 0.99  # all one direction
     baseline, mev, centered = random_baselines(vectors, np.arange(2000), rng, np.array([5, 100, 100]), n_sample=500)
-    assert abs(baseline) < 0.02 and set(mev) == set(centered) == {5, 100}
+    assert abs(baseline) < 0.02 and set(mev) == set(centered) and {5, 100} <= set(mev) and len(mev) <= 26
     assert 0 < mev[100] < 0.1 and 0 < centered[100] < 0.1  # 100 random rows: no dominant direction
     assert centered[5] > 0.25  # 5 rows: rank 4 once centered, so the first component holds at least 1/4
 
