@@ -60,7 +60,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
         or (
             default_out(config.runs[0].model, corpus)
             if single
-            else Path("outputs") / f"table-{slug(Path(corpus[0]).name)}"
+            else Path("outputs") / f"table-{slug(Path(corpus[0]).name.removesuffix('.gz').removesuffix('.txt'))}"
         )
     )
     timings: dict[str, float] = {}
