@@ -43,7 +43,7 @@ class Recipe:
             parts.append(f"top{self.remove_top}")
         if self.whiten:
             parts.append("white")
-        if len(parts) == 2 and self.pooling != "pc+mean":
+        if len(layers) == 1 and len(parts) == 2 and self.pooling != "pc+mean":
             parts.append("unit")  # one layer, untouched: unit vectors, never the run's own layerL.P file
         return ".".join(parts)
 
