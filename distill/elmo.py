@@ -27,7 +27,7 @@ from torch import nn
 
 from distill.alignment import Window
 from distill.config import ConfigError
-from distill.encoder import LoadedModel
+from distill.models import LoadedModel
 
 MAX_CHARS = 50
 BOW, EOW, PAD, BOS_CHAR, EOS_CHAR = 258, 259, 260, 256, 257
