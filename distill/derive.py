@@ -8,7 +8,6 @@ FAISS index), named for what was done, e.g. ``layers1-6.mean.top3``; the run's m
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import ConfigError, parse_layers
-from distill.export import load, to_keyed_vectors, write_faiss, write_json, write_word2vec
+from distill.export import load, read_manifest, run_counts, to_keyed_vectors, write_faiss, write_json, write_word2vec
 from distill.postprocess import combine, remove_top, unit, whiten
 
 POOLINGS = ("pc", "mean", "pc+mean")
@@ -75,15 +74,9 @@ def derived_vectors(run_dir: Path, recipe: Recipe, n_layers: int) -> tuple[list[
 def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     """Write the derived set into the run folder; returns its name and its gensim ``KeyedVectors``."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise ConfigError(f"{run_dir} is not a distill run folder (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_manifest(run_dir)
     words, x, layers = derived_vectors(run_dir, recipe, int(manifest["model"]["n_layers"]))
-    counts = None
-    if (run_dir / "vocab.tsv").is_file():
-        table = dict(line.split("\t") for line in (run_dir / "vocab.tsv").read_text(encoding="utf-8").splitlines())
-        counts = np.array([int(table[w]) for w in words])
+    counts = run_counts(run_dir, words)
     name = recipe.name(layers)
     kv = to_keyed_vectors(words, x, counts)
     write_word2vec(kv, run_dir / f"{name}.txt")
@@ -97,5 +90,5 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
         "remove_top": recipe.remove_top,
         "whiten": recipe.whiten,
     }
-    write_json(manifest, manifest_path)
+    write_json(manifest, run_dir / "manifest.json")
     return name, kv

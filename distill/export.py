@@ -99,6 +99,31 @@ def _write_word2vec_text(words: Sequence[str], vectors: np.ndarray, path: Path) 
         handle.writelines(f"{word} ".encode() + row + b"\n" for word, row in zip(words, rows))
 
 
+def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """The ``manifest.json`` of a run folder; ConfigError when the folder is not a run."""
+    from distill.config import ConfigError
+
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a distill run folder (no manifest.json)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_vocab_counts(path: str | Path) -> dict[str, int]:
+    """``word -> count`` from a ``vocab.tsv`` (as :func:`write_vocab` writes it), most frequent first."""
+    rows = (line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines())
+    return {word: int(count) for word, count in rows}
+
+
+def run_counts(run_dir: str | Path, words: Sequence[str]) -> np.ndarray | None:
+    """Corpus counts of ``words`` from the run's ``vocab.tsv``; None for a run made before it was written."""
+    path = Path(run_dir) / "vocab.tsv"
+    if not path.is_file():
+        return None
+    table = read_vocab_counts(path)
+    return np.array([table[w] for w in words], dtype=np.int64)
+
+
 def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> Path:
     """``word<TAB>count`` per line, most frequent first: the run's vocabulary, for baselines trained on it."""
     with atomic_path(path) as tmp:
@@ -199,10 +224,7 @@ def load(path: str | Path, layer: int | None = None, pooling: str = "pc") -> Any
     path = Path(path)
     if path.is_dir():
         if layer is None:
-            manifest = path / "manifest.json"
-            if not manifest.is_file():
-                raise ConfigError(f"{path} is not a distill run folder (no manifest.json)")
-            layer = json.loads(manifest.read_text())["layers"][0]
+            layer = read_manifest(path)["layers"][0]
         path = path / f"layer{int(layer)}.{Pooling(pooling).value}.bin"
     if not path.is_file():
         raise ConfigError(f"no vector file at {path}")

@@ -18,7 +18,15 @@ import numpy as np
 
 from distill.compress import DType, Quantized, Scale
 from distill.config import ConfigError
-from distill.export import atomic_path, to_keyed_vectors, write_word2vec
+from distill.export import (
+    atomic_path,
+    read_manifest,
+    read_vocab_counts,
+    run_counts,
+    to_keyed_vectors,
+    write_vocab,
+    write_word2vec,
+)
 
 UNK = "[UNK]"
 
@@ -144,8 +152,7 @@ def write_npy(words: Sequence[str], q: Quantized, counts: np.ndarray | None, pat
     np.save(tmp / "vectors.npy", q.values)
     if q.scale is not None:
         np.save(tmp / "scale.npy", q.scale)
-    counts = counts if counts is not None else np.zeros(len(words), dtype=np.int64)
-    (tmp / "vocab.tsv").write_text("".join(f"{w}\t{int(c)}\n" for w, c in zip(words, counts)), encoding="utf-8")
+    write_vocab(words, counts if counts is not None else np.zeros(len(words), dtype=np.int64), tmp / "vocab.tsv")
     (tmp / "export.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return _replace_dir(tmp, path)
 
@@ -157,9 +164,9 @@ def read_npy(path: str | Path) -> Any:
         raise ConfigError(f"{path} is not an npy export (no vectors.npy)")
     values = np.load(path / "vectors.npy")
     scale = np.load(path / "scale.npy") if (path / "scale.npy").is_file() else None
-    rows = [line.split("\t") for line in (path / "vocab.tsv").read_text(encoding="utf-8").splitlines()]
+    table = read_vocab_counts(path / "vocab.tsv")
     vectors = Quantized(values, scale).dequantize()
-    return to_keyed_vectors([w for w, _ in rows], vectors, np.array([int(c) for _, c in rows]))
+    return to_keyed_vectors(list(table), vectors, np.array(list(table.values())))
 
 
 def write_format(
@@ -222,16 +229,10 @@ def export_run(
     from distill.export import check_writable, load
 
     run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise ConfigError(f"{run_dir} is not a distill run folder (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_manifest(run_dir)
     layer = manifest["layers"][0] if layer is None else layer
     kv = load(run_dir, layer=layer, pooling=pooling)
-    counts = None
-    if (run_dir / "vocab.tsv").is_file():
-        table = dict(line.split("\t") for line in (run_dir / "vocab.tsv").read_text(encoding="utf-8").splitlines())
-        counts = np.array([int(table[w]) for w in kv.index_to_key])
+    counts = run_counts(run_dir, kv.index_to_key)
     words, vectors = keep_top(list(kv.index_to_key), kv.vectors, top_words)
     counts = counts[: len(words)] if counts is not None else None
     info: dict[str, Any] = {

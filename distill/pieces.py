@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from distill.config import ConfigError
-from distill.export import atomic_path
+from distill.export import atomic_path, read_manifest
 
 
 @dataclass
@@ -76,7 +76,6 @@ class PieceVectors:
     @classmethod
     def open(cls, run_dir: str | Path, layer: int) -> PieceVectors | None:
         """The run's piece vectors for ``layer`` and the model's tokenizer; None if the run made none."""
-        import json
 
         run_dir = Path(run_dir)
         path = run_dir / f"layer{layer}.pieces.npz"
@@ -84,7 +83,7 @@ class PieceVectors:
             return None
         from transformers import AutoTokenizer
 
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        manifest = read_manifest(run_dir)
         try:
             tokenizer = AutoTokenizer.from_pretrained(manifest["model"]["source"])
         except OSError as err:

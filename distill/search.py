@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import ConfigError
-from distill.export import INDEX_KINDS, build_faiss_index, l2_normalize, read_faiss, write_faiss
+from distill.export import INDEX_KINDS, build_faiss_index, l2_normalize, read_faiss, read_manifest, write_faiss
 
 
 @dataclass
@@ -37,9 +37,7 @@ class Searcher:
         kv = load(path, layer=layer, pooling=pooling)
         path = Path(path)
         if path.is_dir():
-            import json
-
-            layer = json.loads((path / "manifest.json").read_text())["layers"][0] if layer is None else layer
+            layer = read_manifest(path)["layers"][0] if layer is None else layer
             base = path / f"layer{layer}.{pooling}"
         else:
             base = path.with_suffix("")

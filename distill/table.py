@@ -14,6 +14,7 @@ from distill.baselines import BaselineConfig, Method, train_baselines
 from distill.config import ConfigError, RunConfig, data_dir
 from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
 from distill.evaluation.vectors import expand_paths, load_vectors
+from distill.export import read_manifest, read_vocab_counts
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
         manifest = base_out / "baselines.json"
         have = json.loads(manifest.read_text())["files"] if manifest.is_file() else {}
         if not (config.reuse and all(f"{m.value}.vec.txt" in have for m in config.methods)):
-            corpus = json.loads((vocab_dir / "manifest.json").read_text())["config"]["corpus"]
+            corpus = read_manifest(vocab_dir)["config"]["corpus"]
             result = train_baselines(
                 BaselineConfig(
                     corpus=tuple(corpus),
@@ -106,7 +107,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
                 labels[str(data_dir() / rel)] = label
     baselines += [load_vectors(p, labels.get(p)) for p in extra]
 
-    vocab = [line.split("\t")[0] for line in (vocab_dir / "vocab.tsv").read_text(encoding="utf-8").splitlines()]
+    vocab = list(read_vocab_counts(vocab_dir / "vocab.tsv"))
     t0 = time.perf_counter()
     rows = evaluate_rows([load_vectors(p) for p in vector_files], config.evaluation, baselines, vocab, config.progress)
     timings["evaluate"] = time.perf_counter() - t0
@@ -116,7 +117,7 @@ def make_table(config: TableConfig) -> tuple[list[Row], list[Path], dict[str, fl
 
 
 def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[str]:
-    m = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    m = read_manifest(run_dir)
     corpus = ", ".join(Path(f["path"]).name for f in m["corpus"]["files"])
     notes = [
         f"corpus: {corpus} ({m['corpus']['words']:,} words); model: {m['model']['name']} ({m['model']['source']})",
