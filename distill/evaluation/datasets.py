@@ -6,13 +6,13 @@ whose sha256 differs from the registry's is refused: scores on a changed benchma
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from distill.config import ConfigError, data_dir
+from distill.export import sha256_file
 
 
 class Kind(str, Enum):
@@ -132,14 +132,6 @@ Dataset = SimilarityDataset | AnalogyDataset | CategorizationDataset | Relationa
 _verified: dict[tuple[str, int, float], str] = {}
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _checked(relative: str, expected: str) -> Path:
     """The data file at ``relative``, after checking it exists and has the registry's sha256 (once per process)."""
     path = data_dir() / relative
@@ -148,7 +140,7 @@ def _checked(relative: str, expected: str) -> Path:
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime)
     if key not in _verified:
-        _verified[key] = sha256_of(path)
+        _verified[key] = sha256_file(path)
     if _verified[key] != expected:
         raise ConfigError(
             f"benchmark file {path} has sha256 {_verified[key][:12]}..., not the registry's {expected[:12]}...: "

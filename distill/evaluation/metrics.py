@@ -18,6 +18,7 @@ from scipy.stats import spearmanr
 
 from distill.config import ConfigError
 from distill.evaluation.datasets import AnalogyDataset, CategorizationDataset, RelationalDataset, SimilarityDataset
+from distill.export import l2_normalize
 
 
 class Oov(str, Enum):
@@ -65,8 +66,8 @@ class _Lookup:
         self.words = kv.index_to_key[:n]
         self.index = {w: i for i, w in enumerate(self.words)}
         raw = np.asarray(kv.vectors[:n], dtype=np.float32)
-        self.unit = _normalize(raw)
-        self.mean = _normalize(raw.mean(axis=0, keepdims=True))[0]  # the paper policy's OOV vector
+        self.unit = l2_normalize(raw)
+        self.mean = l2_normalize(raw.mean(axis=0, keepdims=True))[0]  # the paper policy's OOV vector
 
     def ids(self, words: Sequence[str]) -> np.ndarray:
         """Row of each word, -1 where it has no vector."""
@@ -78,11 +79,6 @@ class _Lookup:
         out = self.unit[np.maximum(ids, 0)]
         out[ids < 0] = self.mean
         return out
-
-
-def _normalize(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def _spearman(x: np.ndarray, y: Sequence[float]) -> float:
