@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from distill.derive import Recipe, derived_vectors
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import (
     evaluate_analogy,
@@ -28,7 +29,6 @@ from distill.evaluation.metrics import (
     evaluate_similarity,
 )
 from distill.export import load, to_keyed_vectors
-from distill.postprocess import combine, remove_top, unit, whiten
 
 DEV = ("simlex999", "men", "ws353", "rw")
 HELD_OUT = ("google", "msr", "semeval2012", "ap", "bless")
@@ -48,21 +48,20 @@ def settings(n_layers: int) -> list[tuple[str, tuple[int, ...], str, str]]:
 
 
 def vectors(cache: dict, run: Path, layers: tuple[int, ...], pooling: str, post: str) -> tuple[list[str], np.ndarray]:
-    parts = []
-    for layer in layers:
-        for p in ("pc", "mean") if pooling == "pc+mean" else (pooling,):
-            if (layer, p) not in cache:
-                kv = load(run, layer=layer, pooling=p)
-                cache[(layer, p)] = (list(kv.index_to_key), kv.vectors)
-            parts.append(unit(cache[(layer, p)][1]))
-    words = cache[(layers[0], "pc" if pooling == "pc+mean" else pooling)][0]
-    x = combine(parts, "mean") if len(parts) > 1 else parts[0]
-    if post == "center":
-        x = remove_top(x, 0)
-    elif post.startswith("top"):
-        x = remove_top(x, int(post[3:]))
-    elif post == "whiten":
-        x = whiten(x)
+    """The setting's vectors through distill.derive, each layer file read once per run."""
+
+    def cached(run_dir: Path, layer: int, pooling: str) -> object:
+        if (layer, pooling) not in cache:
+            cache[(layer, pooling)] = load(run_dir, layer=layer, pooling=pooling)
+        return cache[(layer, pooling)]
+
+    recipe = Recipe(
+        layers=",".join(map(str, layers)),
+        pooling=pooling,
+        remove_top=0 if post == "center" else int(post[3:]) if post.startswith("top") else None,
+        whiten=post == "whiten",
+    )
+    words, x, _ = derived_vectors(run, recipe, max(layers), cached)
     return words, x
 
 

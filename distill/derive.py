@@ -8,6 +8,7 @@ FAISS index), named for what was done, e.g. ``layers1-6.mean.top3``; the run's m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,11 @@ class Recipe:
         return ".".join(parts)
 
 
-def derived_vectors(run_dir: Path, recipe: Recipe, n_layers: int) -> tuple[list[str], np.ndarray, list[int]]:
+def derived_vectors(
+    run_dir: Path, recipe: Recipe, n_layers: int, load_set: Callable[..., Any] = load
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """Words, vectors and layers of ``recipe``; ``load_set(run_dir, layer=, pooling=)`` reads a layer set
+    (``export.load``; a sweep passes a caching one)."""
     if recipe.pooling not in POOLINGS:
         raise ConfigError(f"unknown pooling {recipe.pooling!r}; use one of: {', '.join(POOLINGS)}")
     layers = list(parse_layers(recipe.layers, n_layers))
@@ -55,7 +60,7 @@ def derived_vectors(run_dir: Path, recipe: Recipe, n_layers: int) -> tuple[list[
     for layer in layers:
         for pooling in ("pc", "mean") if recipe.pooling == "pc+mean" else (recipe.pooling,):
             try:
-                kv = load(run_dir, layer=layer, pooling=pooling)
+                kv = load_set(run_dir, layer=layer, pooling=pooling)
             except ConfigError as err:
                 raise ConfigError(f"{err}; distil layer {layer} with pooling {pooling} first") from err
             if words is not None and kv.index_to_key != words:
