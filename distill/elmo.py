@@ -204,7 +204,7 @@ class ElmoEncoder(LoadedModel):
                 starts = np.array([a for a, _ in part], dtype=np.int64)
                 ends = np.array([b for _, b in part], dtype=np.int64)
                 content = np.ones(len(part), dtype=bool)
-                fresh = content if start == 0 else np.arange(len(part)) >= stride  # overlap counted once
+                fresh = content if start == 0 else np.arange(len(part)) >= size - step  # overlap counted once
                 windows.append(Window(sentence, ids, starts, ends, content, fresh))
                 if start + size >= len(spans):
                     break
