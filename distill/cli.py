@@ -22,6 +22,10 @@ app = typer.Typer(
 )
 
 
+ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")]
+
+
 def _fail(err: DistillError) -> None:
     typer.echo(f"error: {err}", err=True)
     raise typer.Exit(2)
@@ -111,8 +115,8 @@ def run(
     encoding_errors: Annotated[
         EncodingErrors, typer.Option(help="strict: stop at bytes that are not UTF-8; replace: use U+FFFD.")
     ] = EncodingErrors.STRICT,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Distil static vectors: word2vec .txt/.bin, a FAISS index and manifest.json per layer and pooling."""
     from distill.pipeline import run_pipeline, summary

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from distill.cli import _fail, _logging, app
+from distill.cli import ProgressOpt, VerboseOpt, _fail, _logging, app
 from distill.config import ConfigError, DistillError, RunConfig
 
 
@@ -75,8 +75,8 @@ def evaluate(
         typer.Option(help="Evaluate every row on these words only: a run folder, its vocab.tsv or a word list."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the clustering (categorization).")] = 0,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Score vectors on similarity, analogy, categorization and SemEval-2012 benchmarks; write a report."""
     from distill.baselines import read_vocab
@@ -119,8 +119,8 @@ def baselines(
     glove_epochs: Annotated[int, typer.Option(help="GloVe passes over the co-occurrence matrix.")] = 25,
     workers: Annotated[int, typer.Option(help="gensim threads (1 makes FastText / Word2Vec deterministic).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of every method.")] = 0,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Train same-corpus FastText, Word2Vec (gensim, skip-gram) and GloVe baselines; word2vec text files."""
     from distill.baselines import BaselineConfig, describe, parse_methods, train_baselines
@@ -176,8 +176,8 @@ def table(
     reuse: Annotated[
         bool, typer.Option(help="Reuse finished distillations and baselines made with the same options.")
     ] = True,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """The paper's Table 1: every layer x pooling of each model against same-corpus FastText, Word2Vec, GloVe."""
     from distill.baselines import parse_methods
@@ -237,8 +237,8 @@ def analyze(
     seed: Annotated[int, typer.Option(help="Seed of the occurrence sample and the random baselines.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Sentences per forward pass.")] = 64,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")] = "auto",
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")] = False,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """How contextual is each layer: self-similarity, intra-sentence similarity, MEV and anisotropy (Ethayarajh
     2019), from the occurrences of one distillation run (no second forward pass); analysis.md/json and plots."""
