@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from distill.config import RunConfig, default_corpus, parse_layers, resolve_model
 from distill.corpus import build_vocabulary, count_words, iter_lines
-from distill.encoder import EncodeStats, forward_hidden, iter_batches, load_model, load_model_config
+from distill.encoder import ChunkDone, EncodeStats, forward_hidden, iter_batches, load_model, load_model_config
 from distill.occurrences import iter_jobs, plan_sample
 from distill.pipeline import run_pipeline
 
@@ -39,7 +39,8 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     jobs = iter_jobs(iter_lines(corpus), vocab, plan)
     stats = EncodeStats()
     batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, stats, batch_size=config.batch_size,
-                                                                    stride=config.stride)]  # fmt: skip
+                                                                    stride=config.stride)
+               if not isinstance(batch, ChunkDone)]  # fmt: skip
     tokens, seconds = 0, 0.0
     with torch.inference_mode():
         for batch in batches[-3:]:  # warm-up: first calls of the kernels are slow

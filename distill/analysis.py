@@ -62,6 +62,13 @@ class IntraSentence:
             self.total[i] += float(cos.sum())
         self.count += int(keep.sum())
 
+    def state(self) -> dict[str, np.ndarray]:
+        return {"total": self.total, "count": np.array(self.count)}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.total = np.array(state["total"], dtype=np.float64)
+        self.count = int(state["count"])
+
     def means(self) -> dict[int, float]:
         return {
             layer: float(t / self.count) if self.count else float("nan") for layer, t in zip(self.layers, self.total)
@@ -74,6 +81,10 @@ def top_squared_singular_value(x: torch.Tensor, block: int = 8, iters: int = 8, 
     The Rayleigh-Ritz value converges with the ratio sigma_{block+1} / sigma_1, fast even where
     sigma_2 / sigma_1 is close to 1 (centered occurrence matrices), unlike single-vector power iteration.
     """
+    # Scaled to a largest entry of 1, and the small k x k problem solved in float64: a word whose
+    # occurrences are all identical centers to rounding noise, whose Gram matrix LAPACK cannot solve.
+    scale = x.abs().amax(dim=(1, 2)).clamp(min=torch.finfo(x.dtype).tiny)
+    x = x / scale[:, None, None]
     gen = torch.Generator(device="cpu").manual_seed(seed)
     d = x.shape[2]
     k = min(block, d, x.shape[1])
@@ -81,7 +92,8 @@ def top_squared_singular_value(x: torch.Tensor, block: int = 8, iters: int = 8, 
     for _ in range(iters):
         q = torch.linalg.qr(torch.bmm(x.transpose(1, 2), torch.bmm(x, q))).Q
     xq = torch.bmm(x, q)  # (G, m, k)
-    return torch.linalg.eigvalsh(torch.bmm(xq.transpose(1, 2), xq))[:, -1]
+    top = torch.linalg.eigvalsh(torch.bmm(xq.transpose(1, 2), xq).double())[:, -1]
+    return (top * scale.double() ** 2).to(x.dtype)
 
 
 def self_similarity_and_mev(

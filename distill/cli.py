@@ -47,8 +47,9 @@ def run(
     corpus: Annotated[
         Optional[list[str]],
         typer.Option(
-            help="Text file(s), one sentence or paragraph per line; .gz is read; - reads stdin. "
-            "Repeat the option for several files. Default: the STS sentences of the paper."
+            help="Text file(s), one sentence or paragraph per line; .gz is read; a folder gives its .txt/.gz "
+            "files; - reads stdin. Files are streamed, never loaded whole. Repeat the option for several. "
+            "Default: the STS sentences of the paper."
         ),
     ] = None,
     out: Annotated[Optional[str], typer.Option(help="Output folder. Default: outputs/<model>-<corpus>.")] = None,
@@ -77,6 +78,43 @@ def run(
         int, typer.Option(help="Occurrences per word, sampled uniformly (seeded) when a word has more.")
     ] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the occurrence sample; same seed, same vectors.")] = 0,
+    sampling: Annotated[
+        str,
+        typer.Option(
+            help="uniform: each word's occurrences drawn from all of the corpus. greedy: a seeded streaming "
+            "shuffle of the lines, encoding only lines that hold a word still short of its occurrences, "
+            "stopping when all are full: far fewer tokens encoded on a large corpus."
+        ),
+    ] = "uniform",
+    store_dtype: Annotated[
+        str,
+        typer.Option(
+            help="Occurrence store (memory-mapped in OUT/.distill-work): float32, float16 (half the memory "
+            "and disk), or auto (float16 when float32 would take over half the available memory)."
+        ),
+    ] = "auto",
+    chunk_size: Annotated[
+        int,
+        typer.Option(help="Sentences tokenized and length-sorted together; the unit of a checkpoint."),
+    ] = 4096,
+    checkpoint_every: Annotated[
+        float, typer.Option(help="Seconds between checkpoints of the encoding pass (0: after every chunk).")
+    ] = 60.0,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume/--restart",
+            help="Go on from the checkpoint a killed or interrupted run with the same options and corpus left "
+            "in OUT/.distill-work; --restart starts afresh.",
+        ),
+    ] = True,
+    engine: Annotated[
+        str,
+        typer.Option(help="local, or ray: encode on Ray Data actors (one per GPU, or per CPU worker) and merge."),
+    ] = "local",
+    workers: Annotated[
+        Optional[int], typer.Option(help="Ray encoder actors. Default: the GPUs, else half the CPUs.")
+    ] = None,
     batch_size: Annotated[int, typer.Option(help="Sentences per forward pass (length-sorted).")] = 64,
     max_length: Annotated[
         Optional[int],
@@ -148,11 +186,21 @@ def run(
             pieces=pieces,
             best=best,
             encoding_errors=encoding_errors,
+            sampling=sampling,
+            store_dtype=store_dtype,
+            chunk_size=chunk_size,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
+            engine=engine,
+            workers=workers,
             progress=progress,
         )
         result = run_pipeline(config)
     except DistillError as err:
         _fail(err)
+    except KeyboardInterrupt:
+        typer.echo("interrupted; the same command goes on from the last checkpoint (--restart starts afresh)", err=True)
+        raise typer.Exit(130) from None
     typer.echo(summary(result))
 
 

@@ -192,6 +192,8 @@ class RunConfig:
     # occurrences
     max_occurrences: int = 200
     seed: int = 0
+    sampling: str = "uniform"  # uniform: over all occurrences; greedy: skip sentences with no word still needed
+    shuffle_buffer: int = 100_000  # greedy: lines held by the streaming shuffle
     # model
     batch_size: int = 64
     max_length: int | None = None  # None: the model's maximum, at most 512
@@ -206,6 +208,13 @@ class RunConfig:
     pieces: bool = False  # also a mean vector per piece of the model's vocabulary (OOV words from pieces)
     best: bool = False  # also the best set of benchmarks/quality_sweep.py: upper third of layers, mean, averaged
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
+    # scale
+    store_dtype: str = "auto"  # occurrence store: float32, float16, or auto (float16 when float32 would not fit)
+    chunk_size: int = 4096  # sentences tokenized, length-sorted and checkpointed together
+    checkpoint_every: float = 60.0  # seconds between checkpoints of the encoding pass
+    resume: bool = True  # go on from the checkpoint a killed run with the same options left
+    engine: str = "local"  # local, or ray: encode on Ray Data workers
+    workers: int | None = None  # ray: encoder actors (default: GPUs, else CPUs // 2)
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -246,6 +255,17 @@ def check_config(config: RunConfig) -> None:
     _positive("max_vocab", config.max_vocab, allow_none=True)
     _positive("max_occurrences", config.max_occurrences)
     _positive("batch_size", config.batch_size)
+    _positive("chunk_size", config.chunk_size)
+    _positive("shuffle_buffer", config.shuffle_buffer)
+    _positive("workers", config.workers, allow_none=True)
+    if config.sampling not in {"uniform", "greedy"}:
+        raise ConfigError(f"unknown sampling {config.sampling!r}; use uniform or greedy")
+    if config.store_dtype not in {"auto", "float32", "float16"}:
+        raise ConfigError(f"unknown store dtype {config.store_dtype!r}; use auto, float32 or float16")
+    if config.engine not in {"local", "ray"}:
+        raise ConfigError(f"unknown engine {config.engine!r}; use local or ray")
+    if config.checkpoint_every < 0:
+        raise ConfigError(f"checkpoint_every must be >= 0 seconds, got {config.checkpoint_every}")
     _positive("max_length", config.max_length, allow_none=True)
     if config.max_length is not None and config.max_length < 8:
         raise ConfigError(f"max_length {config.max_length} is too short; use at least 8 tokens")
@@ -260,8 +280,10 @@ def check_config(config: RunConfig) -> None:
     if config.dtype in {"float16", "bfloat16"} and config.device == "cpu":
         raise ConfigError(f"dtype {config.dtype} is for GPUs; on the CPU use float32 (or --dtype auto)")
     for path in config.corpus:
-        if path != "-" and not Path(path).is_file():
-            raise ConfigError(f"corpus file {path} does not exist; pass text files (one sentence per line) or -")
+        if path != "-" and not Path(path).exists():
+            raise ConfigError(
+                f"corpus file {path} does not exist; pass text files (one sentence per line), folders of them, or -"
+            )
     if config.vocab_file is not None and not Path(config.vocab_file).is_file():
         raise ConfigError(f"vocabulary file {config.vocab_file} does not exist; give a file with one word per line")
     # The layer spec is checked for syntax now and for range once the model's depth is known.

@@ -43,17 +43,36 @@ def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
     return open(path, "rb"), path
 
 
+#: Files a corpus folder contributes: plain text and gzipped text, found recursively.
+CORPUS_SUFFIXES = (".txt", ".txt.gz", ".gz")
+
+
+def expand_corpus(paths: Sequence[str]) -> list[str]:
+    """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted."""
+    files: list[str] = []
+    for path in paths:
+        folder = Path(path)
+        if path != "-" and folder.is_dir():
+            found = sorted(str(f) for f in folder.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES))
+            if not found:
+                raise ConfigError(f"corpus folder {path} holds no .txt or .gz file")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
 def iter_lines(
     paths: Sequence[str], errors: EncodingErrors = EncodingErrors.STRICT, stats: CorpusStats | None = None
 ) -> Iterator[str]:
-    """Yield every line of every file, stripped, empty lines skipped; stdin for ``-``.
+    """Yield every line of every file (folders: their .txt/.gz files), stripped, empty lines skipped; ``-``: stdin.
 
-    Raises ConfigError naming file and line for bytes that are not UTF-8 (unless ``errors`` is
-    ``replace``) and for a corpus with no text at all.
+    Files are streamed, never held whole. Raises ConfigError naming file and line for bytes that
+    are not UTF-8 (unless ``errors`` is ``replace``) and for a corpus with no text at all.
     """
     stats = stats if stats is not None else CorpusStats()
     total = 0
-    for path in paths:
+    for path in expand_corpus(paths):
         handle, name = _open_text(path)
         digest = hashlib.sha256()
         n_lines = 0

@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -160,6 +160,13 @@ def prefetch(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
         stop.set()
 
 
+@dataclass(frozen=True)
+class ChunkDone:
+    """Marker that follows the last batch of chunk ``index`` (0-based) in :func:`iter_batches`."""
+
+    index: int
+
+
 def iter_batches(
     model: LoadedModel,
     jobs: Iterable[SentenceJob],
@@ -168,12 +175,19 @@ def iter_batches(
     batch_size: int = 64,
     stride: int = 32,
     chunk_size: int = 4096,
-) -> Iterator[list[_Prepared]]:
-    """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk."""
-    for chunk in _batched(jobs, chunk_size):
-        prepared = prepare_chunk(model, chunk, stride, stats)
-        prepared.sort(key=lambda p: len(p.window.ids))
-        yield from _batched(prepared, batch_size)
+    skip_chunks: int = 0,
+) -> Iterator[list[_Prepared] | ChunkDone]:
+    """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk.
+
+    Each chunk's batches are followed by a :class:`ChunkDone`. The first ``skip_chunks`` chunks (done
+    before a checkpoint) are walked but not tokenized.
+    """
+    for index, chunk in enumerate(_batched(jobs, chunk_size)):
+        if index >= skip_chunks:
+            prepared = prepare_chunk(model, chunk, stride, stats)
+            prepared.sort(key=lambda p: len(p.window.ids))
+            yield from _batched(prepared, batch_size)
+        yield ChunkDone(index)
 
 
 def encode_occurrences(
@@ -188,21 +202,36 @@ def encode_occurrences(
     total: int | None = None,
     progress: bool = True,
     observers: Sequence[Any] = (),
+    stats: EncodeStats | None = None,
+    skip_chunks: int = 0,
+    on_chunk: Callable[[int, EncodeStats], None] | None = None,
 ) -> EncodeStats:
     """Fill the store: length-sorted batches of windows, one forward pass each, every layer at once.
 
     Each of ``observers`` (``analysis.IntraSentence``, ``pieces.PieceSums``) sees every batch:
     ``observe(hidden, ids (B, T), content (B, T) bool, fresh (B, T) bool)``; ``fresh`` leaves out the
-    tokens a window shares with the previous window of the same sentence.
+    tokens a window shares with the previous window of the same sentence. To go on from a
+    checkpoint, pass its ``stats`` and the number of chunks it had done (``skip_chunks``);
+    ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store.
     """
-    stats = EncodeStats()
-    start = time.perf_counter()
-    bar = tqdm(total=total, unit="occ", desc="encoding", disable=not progress, dynamic_ncols=True)
+    stats = stats if stats is not None else EncodeStats()
+    start = time.perf_counter() - stats.seconds
+    tokens_before = stats.tokens
+    bar = tqdm(total=total, initial=stats.occurrences, unit="occ", desc="encoding", disable=not progress,
+               dynamic_ncols=True)  # fmt: skip
     sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
 
-    batches = iter_batches(model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size)
+    batches = iter_batches(
+        model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
+    )
+    resumed = time.perf_counter()
     with torch.inference_mode():
         for batch in prefetch(batches, depth=2 * (chunk_size // batch_size)):  # up to two chunks ahead
+            if isinstance(batch, ChunkDone):
+                if on_chunk is not None and batch.index >= skip_chunks:
+                    stats.seconds = time.perf_counter() - start
+                    on_chunk(batch.index + 1, stats)
+                continue
             t0 = time.perf_counter()
             hidden, width = forward_hidden(model, [p.window for p in batch])
             sync()
@@ -224,7 +253,8 @@ def encode_occurrences(
             stats.occurrences += len(rows)
             stats.tokens += sum(len(p.window.ids) for p in batch)
             bar.update(len(rows))
-            bar.set_postfix(tok_s=f"{stats.tokens / (time.perf_counter() - start):,.0f}", refresh=False)
+            rate = (stats.tokens - tokens_before) / (time.perf_counter() - resumed)
+            bar.set_postfix(tok_s=f"{rate:,.0f}", refresh=False)
     bar.close()
     stats.seconds = time.perf_counter() - start
     if stats.not_aligned:

@@ -1,12 +1,19 @@
 """Which occurrences of each vocabulary word are encoded: a capped, seeded sample of its contexts.
 
-The sample is planned from the word counts alone, so the rows of the occurrence store are known
-before any sentence is encoded: word ``w`` owns rows ``offsets[w]:offsets[w+1]``, in corpus order.
+Word ``w`` gets ``min(count, cap)`` rows of the occurrence store, ``offsets[w]:offsets[w+1]``,
+known from the counting pass before any sentence is encoded. Two ways to fill them:
+
+- ``uniform`` (:func:`iter_jobs`): each word's ``cap`` occurrences are drawn uniformly from all of
+  its occurrences in the corpus; a sentence is encoded when it holds a drawn occurrence.
+- ``greedy`` (:func:`iter_jobs_greedy`): sentences come in a seeded streaming shuffle; a sentence is
+  encoded only when it holds a word that still needs occurrences, and then gives every such word
+  one; reading stops once every word is full. Fewer sentences are encoded (each serves all of its
+  still-needed words) and on a corpus much larger than ``vocabulary x cap`` most of it is skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,16 +36,17 @@ class SamplePlan:
         return np.diff(self.offsets)
 
 
-def plan_sample(counts: np.ndarray, cap: int, seed: int) -> SamplePlan:
+def plan_sample(counts: np.ndarray, cap: int, seed: int, draw: bool = True) -> SamplePlan:
     """Keep every occurrence of a word seen at most ``cap`` times, else ``cap`` drawn uniformly.
 
-    Deterministic for a seed: word ``w`` draws from its own generator ``(seed, w)``.
+    Deterministic for a seed: word ``w`` draws from its own generator ``(seed, w)``. ``draw=False``
+    only sizes the rows (greedy sampling picks occurrences as it reads).
     """
     sizes = np.minimum(counts, cap).astype(np.int64)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     chosen = {}
-    for w in np.flatnonzero(counts > cap):
+    for w in np.flatnonzero(counts > cap) if draw else ():
         rng = np.random.default_rng([seed, int(w)])
         chosen[int(w)] = np.sort(rng.choice(int(counts[w]), size=cap, replace=False))
     return SamplePlan(offsets=offsets, chosen=chosen)
@@ -55,12 +63,32 @@ class SentenceJob:
     rows: np.ndarray  # (k,) rows of the occurrence store they fill
 
 
-def iter_jobs(lines: Iterator[str], vocab: Vocabulary, plan: SamplePlan) -> Iterator[SentenceJob]:
+@dataclass
+class SamplingStats:
+    """What the encoding pass read and skipped."""
+
+    sentences_read: int = 0
+    sentences_kept: int = 0  # holding at least one occurrence to encode
+
+    def to_json(self, method: str, corpus_lines: int) -> dict[str, object]:
+        return {
+            "method": method,
+            "sentences_read": self.sentences_read,
+            "sentences_encoded": self.sentences_kept,
+            "share_skipped": round(1 - self.sentences_kept / max(corpus_lines, 1), 4),
+            "stopped_early": self.sentences_read < corpus_lines,
+        }
+
+
+def iter_jobs(
+    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+) -> Iterator[SentenceJob]:
     """Walk the corpus again and yield the sentences holding at least one sampled occurrence.
 
     The counts must come from the same lines with the same case folding, so that the k-th
     occurrence of a word here is the k-th one counted.
     """
+    stats = stats if stats is not None else SamplingStats()
     index = vocab.index()
     seen = np.zeros(len(vocab), dtype=np.int64)  # occurrences met so far, per word
     cursor = np.zeros(len(vocab), dtype=np.int64)  # next position in chosen[w] / next row
@@ -68,6 +96,7 @@ def iter_jobs(lines: Iterator[str], vocab: Vocabulary, plan: SamplePlan) -> Iter
     offsets = plan.offsets
     lower = vocab.lowercase
     for sentence_id, text in enumerate(lines):
+        stats.sentences_read += 1
         starts: list[int] = []
         ends: list[int] = []
         rows: list[int] = []
@@ -90,6 +119,7 @@ def iter_jobs(lines: Iterator[str], vocab: Vocabulary, plan: SamplePlan) -> Iter
             ends.append(match.end())
             rows.append(int(offsets[w] + c))
         if rows:
+            stats.sentences_kept += 1
             yield SentenceJob(
                 sentence_id,
                 text,
@@ -103,4 +133,68 @@ def iter_jobs(lines: Iterator[str], vocab: Vocabulary, plan: SamplePlan) -> Iter
         raise RuntimeError(
             f"the corpus changed between passes: word {vocab.words[w]!r} filled {cursor[w]} of "
             f"{expected[w]} planned occurrences; do not edit the corpus while distilling"
+        )
+
+
+def shuffle_stream(lines: Iterable[str], buffer: int, seed: int) -> Iterator[str]:
+    """A seeded streaming shuffle: hold ``buffer`` lines, yield a random one, put the next line in its place."""
+    rng = np.random.default_rng([seed, 0x5EED])
+    held: list[str] = []
+    for line in lines:
+        if len(held) < buffer:
+            held.append(line)
+            continue
+        i = int(rng.integers(buffer))
+        yield held[i]
+        held[i] = line
+    order = rng.permutation(len(held))
+    for i in order:
+        yield held[i]
+
+
+def iter_jobs_greedy(
+    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+) -> Iterator[SentenceJob]:
+    """Yield the sentences that hold a word still short of its ``plan`` rows, taking all such occurrences.
+
+    ``lines`` should already be in the order to sample in (:func:`shuffle_stream`). Stops reading
+    as soon as every word has all its rows.
+    """
+    stats = stats if stats is not None else SamplingStats()
+    index = vocab.index()
+    need = plan.sizes().copy()
+    offsets = plan.offsets
+    remaining = int((need > 0).sum())
+    lower = vocab.lowercase
+    for sentence_id, text in enumerate(lines):
+        stats.sentences_read += 1
+        starts: list[int] = []
+        ends: list[int] = []
+        rows: list[int] = []
+        for match in WORD_RE.finditer(text):
+            word = match.group().lower() if lower else match.group()
+            w = index.get(word)
+            if w is None or need[w] == 0:
+                continue
+            rows.append(int(offsets[w + 1] - need[w]))
+            need[w] -= 1
+            remaining -= need[w] == 0
+            starts.append(match.start())
+            ends.append(match.end())
+        if rows:
+            stats.sentences_kept += 1
+            yield SentenceJob(
+                sentence_id,
+                text,
+                np.asarray(starts, dtype=np.int64),
+                np.asarray(ends, dtype=np.int64),
+                np.asarray(rows, dtype=np.int64),
+            )
+        if remaining == 0:
+            return
+    if remaining:
+        w = int(np.flatnonzero(need)[0])
+        raise RuntimeError(
+            f"the corpus changed between passes: word {vocab.words[w]!r} is {need[w]} occurrences short; "
+            "do not edit the corpus while distilling"
         )

@@ -49,6 +49,13 @@ class PieceSums:
             states = hidden[layer].flatten(0, 1)[mask.to(hidden[layer].device)].double().cpu()
             self.sums[layer].index_add_(0, token_ids, states)
 
+    def state(self) -> dict[str, np.ndarray]:
+        return {"counts": self.counts.numpy(), **{f"sums{layer}": self.sums[layer].numpy() for layer in self.layers}}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.counts = torch.from_numpy(np.array(state["counts"]))
+        self.sums = {layer: torch.from_numpy(np.array(state[f"sums{layer}"])) for layer in self.layers}
+
     def vectors(self, layer: int) -> np.ndarray:
         """(n_pieces, d) float32 means; zero for pieces never seen."""
         counts = self.counts.clamp(min=1).double()[:, None]

@@ -9,7 +9,6 @@ import platform
 import re
 import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 
 from distill.analysis import IntraSentence, analyze_layers
 from distill.analysis_report import write_analysis
+from distill.checkpoint import WorkDir, fingerprint
 from distill.config import (
     ConfigError,
     Pooling,
@@ -31,12 +31,12 @@ from distill.config import (
 )
 from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derive
-from distill.encoder import encode_occurrences, load_model, load_model_config
+from distill.encode_pass import encode_pass
+from distill.encoder import load_model, load_model_config
 from distill.export import check_writable, load, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
-from distill.occurrences import iter_jobs, plan_sample
+from distill.occurrences import plan_sample
 from distill.pieces import PieceSums
 from distill.reduction import reduce_words
-from distill.store import OccurrenceStore
 
 logger = logging.getLogger(__name__)
 
@@ -112,10 +112,13 @@ def run_pipeline(config: RunConfig) -> RunResult:
         if Pooling.MEAN not in config.pooling:
             config = dataclasses.replace(config, pooling=(*config.pooling, Pooling.MEAN))
 
-    work = Path(tempfile.mkdtemp(prefix=".work-", dir=out))
+    resumable = config.resume and "-" not in corpus  # stdin cannot be read again
+    work = WorkDir(out)
+    reused = work.open(fingerprint(config, corpus, package_versions().get("distill", "dev")) if resumable else None)
+    finished = False
     try:
         if "-" in corpus:
-            corpus = tuple(_spool_stdin(work) if c == "-" else c for c in corpus)
+            corpus = tuple(_spool_stdin(work.path) if c == "-" else c for c in corpus)
         t0 = time.perf_counter()
         model = load_model(
             config.model,
@@ -140,36 +143,42 @@ def run_pipeline(config: RunConfig) -> RunResult:
         )
 
         t0 = time.perf_counter()
-        stats = CorpusStats()
-        counts = count_words(_lines(corpus, config, "counting", stats), lowercase, stats)
-        word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
-        vocab = build_vocabulary(
-            counts,
-            lowercase=lowercase,
-            min_count=config.min_count,
-            max_size=config.max_vocab,
-            alpha_only=config.alpha_only,
-            word_list=word_list,
-        )
-        plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
+        counted = work.load_vocabulary() if reused else None
+        if counted is not None:
+            vocab, stats = counted
+            logger.info("resuming: vocabulary of %d words from %s", len(vocab), work.path)
+        else:
+            stats = CorpusStats()
+            counts = count_words(_lines(corpus, config, "counting", stats), lowercase, stats)
+            word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
+            vocab = build_vocabulary(
+                counts,
+                lowercase=lowercase,
+                min_count=config.min_count,
+                max_size=config.max_vocab,
+                alpha_only=config.alpha_only,
+                word_list=word_list,
+            )
+            work.save_vocabulary(vocab, stats)
+        plan = plan_sample(vocab.counts, config.max_occurrences, config.seed, draw=config.sampling == "uniform")
         timings["vocabulary"] = time.perf_counter() - t0
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
 
         intra = IntraSentence(layers) if config.analyze else None
         pieces = PieceSums(layers, model.vocab_size, model.hidden_size) if config.pieces else None
-        store = OccurrenceStore(work / "occurrences", layers, plan.n_rows, model.hidden_size)
-        jobs = iter_jobs(_lines(corpus, config, None, None), vocab, plan)
-        encode = encode_occurrences(
+        encoded = encode_pass(
             model,
-            jobs,
+            _lines(corpus, config, None, None),
+            vocab,
+            plan,
             layers,
-            store,
-            batch_size=config.batch_size,
-            stride=config.stride,
-            total=plan.n_rows,
-            progress=config.progress,
+            config,
+            work,
+            resume=reused,
+            corpus_lines=stats.lines,
             observers=[o for o in (intra, pieces) if o is not None],
         )
+        store, encode = encoded.store, encoded.encode
         timings["encode"] = encode.seconds
         timings["forward"] = encode.forward_seconds
 
@@ -277,6 +286,8 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 "not_aligned": encode.not_aligned,
                 "per_word_max": config.max_occurrences,
                 "per_word_mean": float(filled[keep].mean()),
+                "sampling": encoded.sampling,
+                "store_dtype": store.dtype.name,
             },
             "encoding": {
                 "sentences": encode.sentences,
@@ -286,6 +297,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
             },
             "files": files,
+            "resumed_from_chunk": encoded.resumed_chunks or None,
             "analysis": analysis_summary,
             "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
             "config": config.to_json(),
@@ -294,7 +306,6 @@ def run_pipeline(config: RunConfig) -> RunResult:
         if not config.corpus:
             manifest["config"]["corpus"] = list(corpus)
         write_json(manifest, out / "manifest.json")
-        store.remove()
         if config.best:
             best = best_layers(int(model_config.num_hidden_layers))
             name, kv = derive(out, Recipe(layers=f"{best[0]}-{best[-1]}", pooling="mean", combine="mean"))
@@ -302,9 +313,17 @@ def run_pipeline(config: RunConfig) -> RunResult:
             manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
             manifest["best"] = name
             write_json(manifest, out / "manifest.json")
+        finished = True
         return RunResult(out=out, vectors=vectors, manifest=manifest)
+    except ConfigError:
+        finished = True  # bad input: nothing worth resuming
+        raise
+    except KeyboardInterrupt:
+        if resumable:
+            logger.warning("interrupted: run the same command again to go on from the last checkpoint")
+        raise
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        work.close(remove=finished or not resumable)
 
 
 def _lines(corpus: tuple[str, ...], config: RunConfig, desc: str | None, stats: CorpusStats | None) -> Any:

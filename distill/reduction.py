@@ -108,7 +108,7 @@ def iter_word_blocks(
         steps = np.arange(width)
         valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
         rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0)
-        block = matrix[rows if position is None else position[rows]]  # one gather
+        block = matrix[rows if position is None else position[rows]].astype(np.float32, copy=False)  # one gather
         block[~valid] = 0.0
         yield ids, torch.from_numpy(block).to(device)
         i += group

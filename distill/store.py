@@ -1,11 +1,15 @@
-"""Occurrence store: one float32 matrix per layer, in RAM or memory-mapped on disk.
+"""Occurrence store: one matrix per layer, memory-mapped under the run's work folder (or in RAM).
 
-Logical row ``offsets[w] + k`` is the k-th sampled occurrence of word ``w``. Vectors are appended
-in the order they are encoded (sequential writes are 20x faster than scattering them into fresh
-memory) and ``position[row]`` says where each landed; rows never filled (an occurrence the
-tokenizer could not align) point at a final zero row and are not counted in ``filled``. The store
-lives in RAM when it takes under half of the memory available, else in ``layer{L}.npy`` files
-under ``directory`` (the page cache then decides what stays in memory).
+Logical row ``offsets[w] + k`` is the k-th sampled occurrence of word ``w``; each word has at most
+``cap`` rows, so the store's size is fixed by the vocabulary and the cap, not by the corpus. Vectors
+are appended in the order they are encoded (sequential writes are 20x faster than scattering them
+into fresh memory) and ``position[row]`` says where each landed; rows never filled (an occurrence
+the tokenizer could not align) point at a final zero row and are not counted in ``filled``.
+
+With a folder the matrices are ``layer{L}.npy`` files opened as memory maps, one per layer: the page
+cache keeps what fits in memory, and a checkpoint (:meth:`state`, after :meth:`flush`) lets a killed
+run go on where it stopped. Vectors are float32, or float16 (half the disk and memory) when asked
+or, with ``auto``, when a float32 store would take more than half of the available memory.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 logger = logging.getLogger(__name__)
+
+STORE_DTYPES = ("auto", "float32", "float16")
 
 
 def available_memory() -> int:
@@ -32,31 +38,48 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def store_dtype(choice: str, n_rows: int, dim: int, n_layers: int) -> np.dtype:
+    """float32 or float16 for ``choice`` (auto: float16 when float32 would not fit in half the memory)."""
+    if choice == "auto":
+        choice = "float32" if n_rows * dim * 4 * n_layers < available_memory() // 2 else "float16"
+    return np.dtype(choice)
+
+
 class OccurrenceStore:
     """Per-layer occurrence matrices, plus a mask of the rows filled."""
 
     def __init__(
-        self, directory: Path | None, layers: tuple[int, ...], n_rows: int, dim: int, in_memory: bool | None = None
+        self,
+        directory: Path | None,
+        layers: tuple[int, ...],
+        n_rows: int,
+        dim: int,
+        dtype: np.dtype | str = np.float32,
+        reopen: bool = False,
     ) -> None:
+        """A store in RAM (``directory`` None) or in ``directory``; ``reopen`` opens the files of a checkpoint."""
         self.directory = Path(directory) if directory is not None else None
         self.layers = layers
         self.dim = dim
-        size = n_rows * dim * 4 * len(layers)
-        self.in_memory = size < available_memory() // 2 if in_memory is None else in_memory
-        logger.info("occurrence store: %.2f GB %s", size / 1e9, "in memory" if self.in_memory else "on disk")
+        self.dtype = np.dtype(dtype)
         shape = (n_rows + 1, dim)  # + the zero row that unfilled rows point at
-        if self.in_memory:
-            self.matrices = {layer: np.zeros(shape, dtype=np.float32) for layer in layers}
+        size = shape[0] * dim * self.dtype.itemsize * len(layers)
+        where = "in memory" if self.directory is None else f"in {self.directory}"
+        logger.info("occurrence store: %.2f GB of %s %s", size / 1e9, self.dtype.name, where)
+        if self.directory is None:
+            self.matrices = {layer: np.zeros(shape, dtype=self.dtype) for layer in layers}
         else:
-            if self.directory is None:
-                raise ValueError("a store on disk needs a directory")
             self.directory.mkdir(parents=True, exist_ok=True)
+            mode = "r+" if reopen else "w+"
             self.matrices = {
                 layer: np.lib.format.open_memmap(
-                    self.directory / f"layer{layer}.npy", mode="w+", dtype=np.float32, shape=shape
+                    self.directory / f"layer{layer}.npy", mode=mode, dtype=self.dtype, shape=shape
                 )
                 for layer in layers
             }
+            for matrix in self.matrices.values():
+                if matrix.shape != shape or matrix.dtype != self.dtype:
+                    raise ValueError(f"store file {matrix.shape} {matrix.dtype}, expected {shape} {self.dtype}")
         self.position = np.full(n_rows, n_rows, dtype=np.int64)
         self.filled = np.zeros(n_rows, dtype=bool)
         self.count = 0
@@ -80,6 +103,21 @@ class OccurrenceStore:
         """(n_words,) number of filled rows of each word."""
         cumulative = np.concatenate([[0], np.cumsum(self.filled, dtype=np.int64)])
         return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+
+    def flush(self) -> None:
+        """Write the memory-mapped matrices to disk (before a checkpoint records :meth:`state`)."""
+        for matrix in self.matrices.values():
+            if isinstance(matrix, np.memmap):
+                matrix.flush()
+
+    def state(self) -> dict[str, np.ndarray]:
+        """What a checkpoint keeps besides the matrices: rows filled and where they are."""
+        return {"position": self.position, "filled": self.filled, "count": np.array(self.count)}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        self.position = np.array(state["position"])
+        self.filled = np.array(state["filled"])
+        self.count = int(state["count"])
 
     def remove(self) -> None:
         self.matrices.clear()

@@ -129,3 +129,14 @@ def test_analysis_needs_words_with_five_occurrences():
 
     with pytest.raises(ConfigError, match="no word has 5 or more occurrences"):
         analyze_layers({0: np.ones((3, 2), dtype=np.float32)}, np.array([0, 3]), np.array([3]), ["a"])
+
+
+def test_top_singular_value_survives_a_word_whose_occurrences_are_all_identical():
+    from distill.analysis import top_squared_singular_value
+
+    x = torch.randn(3, 40, 32, generator=torch.Generator().manual_seed(0))
+    x[1] = x[1, :1]  # one sentence repeated: centered, only rounding noise is left
+    centered = x - x.mean(dim=1, keepdim=True)
+    top = top_squared_singular_value(centered)
+    expected = torch.linalg.svdvals(centered.double())[:, 0] ** 2
+    torch.testing.assert_close(top.double(), expected, rtol=1e-4, atol=1e-9)

@@ -31,8 +31,9 @@ def test_cut_model_gives_the_full_models_hidden_states(tiny_model_dir, keep):
     torch.testing.assert_close(cut.hidden_states[keep], full[keep], atol=1e-5, rtol=1e-5)
 
 
-def _encode(loaded, jobs, layers, n_rows, tmp_path, in_memory=None, **kwargs):
-    store = OccurrenceStore(tmp_path / "store", layers, n_rows, loaded.hidden_size, in_memory=in_memory)
+def _encode(loaded, jobs, layers, n_rows, tmp_path, in_memory=False, **kwargs):
+    folder = None if in_memory else tmp_path / "store"
+    store = OccurrenceStore(folder, layers, n_rows, loaded.hidden_size)
     stats = encode_occurrences(loaded, jobs, layers, store, progress=False, **kwargs)
     return store, stats
 

@@ -73,7 +73,7 @@ def test_reduce_words_reads_rows_through_the_store_position(rng):
     sizes = np.array([3, 1, 2])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     logical = rng.standard_normal((6, 4)).astype(np.float32)
-    store = OccurrenceStore(None, (1,), 6, 4, in_memory=True)
+    store = OccurrenceStore(None, (1,), 6, 4)
     for rows in ([5, 0], [3], [1, 2]):  # encoded out of order, row 4 never
         store.write(np.array(rows), logical[rows][None])
     expected = logical.copy()

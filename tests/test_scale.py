@@ -1,0 +1,191 @@
+"""Scale: folders of corpus files, greedy sentence sampling, the float16 store, checkpoints and resume."""
+
+import gzip
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import distill
+from distill.checkpoint import WORK_DIR, WorkDir
+from distill.config import ConfigError
+from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
+from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
+from distill.store import OccurrenceStore
+
+from .conftest import TINY_CORPUS
+
+
+def _vocab():
+    return build_vocabulary(count_words(iter_lines([str(TINY_CORPUS)]), True), lowercase=True, min_count=2)
+
+
+def test_a_folder_gives_its_text_files_recursively_in_order(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a.txt").write_text("one\n")
+    with gzip.open(tmp_path / "b" / "c.txt.gz", "wt") as handle:
+        handle.write("two\n")
+    (tmp_path / "b" / "notes.md").write_text("not corpus\n")
+    assert expand_corpus([str(tmp_path)]) == [str(tmp_path / "a.txt"), str(tmp_path / "b" / "c.txt.gz")]
+    assert list(iter_lines([str(tmp_path)])) == ["one", "two"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="holds no .txt or .gz"):
+        expand_corpus([str(tmp_path / "empty")])
+
+
+def test_shuffle_stream_is_a_seeded_permutation():
+    lines = [str(i) for i in range(1000)]
+    a = list(shuffle_stream(iter(lines), buffer=100, seed=3))
+    assert sorted(a, key=int) == lines and a != lines
+    assert a == list(shuffle_stream(iter(lines), buffer=100, seed=3))
+    assert a != list(shuffle_stream(iter(lines), buffer=100, seed=4))
+    assert max(abs(int(x) - i) for i, x in enumerate(a[:500])) < 1000  # streaming: bounded lookahead
+
+
+@pytest.mark.parametrize("cap", [1, 3, 1000])
+def test_greedy_fills_every_row_once_and_skips_sentences_with_no_word_needed(cap):
+    vocab = _vocab()
+    plan = plan_sample(vocab.counts, cap=cap, seed=0, draw=False)
+    index = vocab.index()
+    need = plan.sizes().copy()
+    stats = SamplingStats()
+    lines = list(iter_lines([str(TINY_CORPUS)]))
+    jobs = {job.sentence_id: job for job in iter_jobs_greedy(iter(lines), vocab, plan, stats)}
+    rows = []
+    for sid, text in enumerate(lines[: stats.sentences_read]):
+        wanted = []
+        for word in WORD_RE.findall(text):
+            w = index.get(word.lower())
+            if w is not None and need[w] > 0:
+                need[w] -= 1
+                wanted.append(w)
+        assert (sid in jobs) == bool(wanted)  # encoded exactly when a word still needed an occurrence
+        if sid in jobs:
+            owner = np.searchsorted(plan.offsets, jobs[sid].rows, side="right") - 1
+            assert owner.tolist() == wanted
+            rows += jobs[sid].rows.tolist()
+    assert sorted(rows) == list(range(plan.n_rows))
+    if cap == 1:  # every word is full long before the end: reading stops there
+        assert stats.sentences_read < len(lines)
+    assert stats.sentences_kept == len(jobs)
+    assert (len(jobs) < len(lines)) == (cap < 1000)  # with no cap every sentence is needed
+
+
+def test_greedy_encodes_fewer_sentences_than_uniform_for_the_same_rows():
+    vocab = _vocab()
+    greedy, uniform = SamplingStats(), SamplingStats()
+    list(iter_jobs_greedy(iter_lines([str(TINY_CORPUS)]), vocab, plan_sample(vocab.counts, 2, 0, draw=False), greedy))
+    list(iter_jobs(iter_lines([str(TINY_CORPUS)]), vocab, plan_sample(vocab.counts, 2, 0), uniform))
+    assert greedy.sentences_kept < uniform.sentences_kept
+
+
+def test_float16_store_reopens_from_its_files(tmp_path, rng):
+    store = OccurrenceStore(tmp_path, (0, 2), 5, 3, np.float16)
+    x = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    store.write(np.array([4, 1]), x)
+    store.flush()
+    state = {k: np.array(v) for k, v in store.state().items()}
+    again = OccurrenceStore(tmp_path, (0, 2), 5, 3, np.float16, reopen=True)
+    again.load_state(state)
+    np.testing.assert_allclose(again.vectors(2, np.array([4, 1, 0])), [x[1, 0], x[1, 1], np.zeros(3)], atol=2e-3)
+    assert again.matrices[0].dtype == np.float16 and again.count == 2
+
+
+def _corpus(tmp_path, n_lines=6000):
+    """A corpus many chunks long: the tiny corpus's lines, seeded shuffle, repeated."""
+    lines = TINY_CORPUS.read_text().splitlines()
+    order = np.random.default_rng(0).integers(len(lines), size=n_lines)
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(lines[i] for i in order) + "\n")
+    return path
+
+
+def _cli(model_dir, corpus, out, *extra):
+    return [sys.executable, "-m", "distill", "run", "--model", str(model_dir), "--corpus", str(corpus),
+            "--out", str(out), "--layers", "1,2", "--pooling", "pc,mean", "--min-count", "2",
+            "--max-occurrences", "40", "--chunk-size", "40", "--checkpoint-every", "0", "--analyze",
+            "--pieces", "--no-progress", "-v", *extra]  # fmt: skip
+
+
+def _kill_after_checkpoints(cmd, work, sig, chunks=3):
+    """Start ``cmd``, send ``sig`` once its checkpoint has ``chunks`` chunks done (and the pass is not done)."""
+    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with np.load(work / "checkpoint.npz") as data:
+                meta = json.loads(str(data["_meta"]))
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.005)
+            continue
+        if meta["chunks_done"] >= chunks and not meta["done"]:
+            process.send_signal(sig)
+            break
+    _, stderr = process.communicate(timeout=60)
+    return process.returncode, stderr.decode()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_bert_dir, tmp_path_factory):
+    """A corpus of 150 chunks and the outputs of a run on it that nothing stopped."""
+    tmp = tmp_path_factory.mktemp("whole")
+    corpus = _corpus(tmp)
+    whole = subprocess.run(_cli(tiny_bert_dir, corpus, tmp / "out"), capture_output=True, timeout=300)
+    assert whole.returncode == 0, whole.stderr.decode()
+    return corpus, tmp / "out"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(tiny_bert_dir, uninterrupted, tmp_path, sig):
+    corpus, whole = uninterrupted
+    out = tmp_path / "killed"
+    code, stderr = _kill_after_checkpoints(_cli(tiny_bert_dir, corpus, out), out / WORK_DIR, sig)
+    assert code == (-9 if sig == signal.SIGKILL else 130), stderr
+    if sig == signal.SIGINT:
+        assert "the same command goes on from the last checkpoint" in stderr
+    assert (out / WORK_DIR / "checkpoint.npz").is_file() and not (out / "manifest.json").exists()
+
+    again = subprocess.run(_cli(tiny_bert_dir, corpus, out), capture_output=True, timeout=300)
+    assert again.returncode == 0, again.stderr.decode()
+    assert "resuming from a checkpoint" in again.stderr.decode()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["resumed_from_chunk"] >= 3
+    for name in ("layer1.pc.bin", "layer2.mean.bin", "layer2.pieces.npz"):
+        assert (out / name).read_bytes() == (whole / name).read_bytes(), name
+    analysis = [json.loads((d / "analysis.json").read_text())["layers"] for d in (out, whole)]
+    assert analysis[0] == analysis[1]
+    assert not (out / WORK_DIR).exists()
+
+
+def test_changed_options_start_afresh_and_a_second_writer_is_refused(tiny_bert_dir, tmp_path):
+    corpus = _corpus(tmp_path, 2000)
+    out = tmp_path / "out"
+    code, _ = _kill_after_checkpoints(_cli(tiny_bert_dir, corpus, out), out / WORK_DIR, signal.SIGKILL, chunks=1)
+    assert code == -9
+    other = subprocess.run(_cli(tiny_bert_dir, corpus, out, "--seed", "1"), capture_output=True, timeout=300)
+    assert other.returncode == 0, other.stderr.decode()
+    assert "starting afresh" in other.stderr.decode()
+    assert json.loads((out / "manifest.json").read_text())["resumed_from_chunk"] is None
+
+    holder = WorkDir(out)
+    holder.open(None)
+    try:
+        with pytest.raises(ConfigError, match="another distill run is writing to"):
+            distill.run(model=str(tiny_bert_dir), corpus=[str(corpus)], out=str(out), min_count=2, progress=False)
+    finally:
+        holder.close(remove=True)
+
+
+def test_greedy_run_reports_what_it_skipped(tiny_bert_dir, tmp_path):
+    corpus = _corpus(tmp_path, 3000)
+    result = distill.run(model=str(tiny_bert_dir), corpus=[str(corpus)], out=str(tmp_path / "g"), min_count=2,
+                         max_occurrences=5, sampling="greedy", store_dtype="float16", progress=False)  # fmt: skip
+    sampling = result.manifest["occurrences"]["sampling"]
+    assert sampling["method"] == "greedy" and sampling["stopped_early"]
+    assert sampling["sentences_read"] < 3000 and sampling["share_skipped"] > 0.5
+    assert result.manifest["occurrences"]["encoded"] == result.manifest["occurrences"]["planned"]
+    assert result.manifest["occurrences"]["store_dtype"] == "float16"
