@@ -69,6 +69,11 @@ class IntraSentence:
         self.total = np.array(state["total"], dtype=np.float64)
         self.count = int(state["count"])
 
+    def merge(self, state: dict[str, np.ndarray]) -> None:
+        """Add the sums of another instance (a Ray worker's chunk)."""
+        self.total = self.total + state["total"]
+        self.count += int(state["count"])
+
     def means(self) -> dict[int, float]:
         return {
             layer: float(t / self.count) if self.count else float("nan") for layer, t in zip(self.layers, self.total)

@@ -264,6 +264,8 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError(f"unknown store dtype {config.store_dtype!r}; use auto, float32 or float16")
     if config.engine not in {"local", "ray"}:
         raise ConfigError(f"unknown engine {config.engine!r}; use local or ray")
+    if config.engine == "ray" and config.pieces:
+        raise ConfigError("--pieces is not available with --engine ray; run it with --engine local")
     if config.checkpoint_every < 0:
         raise ConfigError(f"checkpoint_every must be >= 0 seconds, got {config.checkpoint_every}")
     _positive("max_length", config.max_length, allow_none=True)

@@ -103,7 +103,17 @@ def encode_pass(
         from distill.ray_engine import encode_with_ray
 
         stats = encode_with_ray(
-            model, jobs, layers, store, config, total=plan.n_rows, stats=stats, skip_chunks=skip, on_chunk=save
+            model,
+            jobs,
+            layers,
+            store,
+            config,
+            work=work.path,
+            total=plan.n_rows,
+            stats=stats,
+            skip_chunks=skip,
+            on_chunk=save,
+            observers=observers,
         )
     else:
         stats = encode_occurrences(

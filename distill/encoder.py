@@ -121,6 +121,22 @@ def gather_occurrences(
     return np.concatenate([p.rows for p in batch]), pooled.cpu().numpy()
 
 
+def observe_batch(
+    observers: Sequence[Any], hidden: tuple[torch.Tensor, ...], batch: list[_Prepared], width: int
+) -> None:
+    """Show a batch to each observer: ``observe(hidden, ids, content, fresh)``, (B, T) each."""
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    content = torch.zeros((len(batch), width), dtype=torch.bool)
+    fresh = torch.zeros((len(batch), width), dtype=torch.bool)
+    for i, p in enumerate(batch):
+        n = len(p.window.ids)
+        ids[i, :n] = torch.tensor(p.window.ids)
+        content[i, :n] = torch.from_numpy(p.window.content)
+        fresh[i, :n] = torch.from_numpy(p.window.fresh if p.window.fresh is not None else p.window.content)
+    for observer in observers:
+        observer.observe(hidden, ids, content, fresh)
+
+
 class _Failed:
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -239,17 +255,7 @@ def encode_occurrences(
             rows, vectors = gather_occurrences(hidden, layers, batch, width)
             store.write(rows, vectors)
             if observers:
-                ids = torch.zeros((len(batch), width), dtype=torch.long)
-                content = torch.zeros((len(batch), width), dtype=torch.bool)
-                fresh = torch.zeros((len(batch), width), dtype=torch.bool)
-                for i, p in enumerate(batch):
-                    ids[i, : len(p.window.ids)] = torch.tensor(p.window.ids)
-                    content[i, : len(p.window.ids)] = torch.from_numpy(p.window.content)
-                    fresh[i, : len(p.window.ids)] = torch.from_numpy(
-                        p.window.fresh if p.window.fresh is not None else p.window.content
-                    )
-                for observer in observers:
-                    observer.observe(hidden, ids, content, fresh)
+                observe_batch(observers, hidden, batch, width)
             stats.occurrences += len(rows)
             stats.tokens += sum(len(p.window.ids) for p in batch)
             bar.update(len(rows))
