@@ -28,8 +28,9 @@ logger = logging.getLogger(__name__)
 
 WORK_DIR = ".distill-work"
 LOCK_FILE = ".distill.lock"
-#: Options that change how a run is watched or saved, not its result.
-_NOT_FINGERPRINTED = ("progress", "checkpoint_every", "resume", "out")
+#: Options that change how a run is watched, saved or spread, not its result: a run killed on the local
+#: engine can go on with Ray and the other way round (both encode the same chunks the same way).
+_NOT_FINGERPRINTED = ("progress", "checkpoint_every", "resume", "out", "engine", "workers")
 
 
 def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
