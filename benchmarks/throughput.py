@@ -98,8 +98,10 @@ def main() -> None:
     print(f"pipeline          {pipeline_rate:10,.0f} tokens/s  ({pipeline_seconds:.1f} s without model load)")
     print(f"ratio             {pipeline_rate / bare_rate:10.3f}")
     encode_rate = tokens / timings["encode"]  # the streaming stage alone: read, tokenize, align, forward, store
-    print(f"encoding stage    {encode_rate:10,.0f} tokens/s  (ratio {encode_rate / bare_rate:.3f}, without the "
-          f"vocabulary count and the reduction, whose cost does not grow with the corpus once words are full)")
+    print(
+        f"encoding stage    {encode_rate:10,.0f} tokens/s  (ratio {encode_rate / bare_rate:.3f}, without the "
+        f"vocabulary count and the reduction, whose cost does not grow with the corpus once words are full)"
+    )
     print(f"stages (s)        {timings}")
     print(f"peak RSS          {peak_gb:10.2f} GB")
 

@@ -38,3 +38,29 @@ def test_ray_engine_refuses_piece_vectors(tiny_bert_dir, tmp_path, local_cluster
     with pytest.raises(distill.config.ConfigError, match="--pieces is not available with --engine ray"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(_corpus(tmp_path, 200))], out=str(tmp_path / "p"),
                     min_count=2, engine="ray", pieces=True, progress=False)  # fmt: skip
+
+
+def test_a_local_run_interrupted_goes_on_with_ray_to_the_same_vectors(tiny_bert_dir, tmp_path, local_cluster,
+                                                                       monkeypatch):  # fmt: skip
+    from distill.checkpoint import WORK_DIR, WorkDir
+
+    corpus = _corpus(tmp_path, 1200)
+    options = dict(model=str(tiny_bert_dir), corpus=[str(corpus)], layers="1", min_count=2, max_occurrences=30,
+                   chunk_size=100, checkpoint_every=0, progress=False)  # fmt: skip
+    whole = distill.run(out=str(tmp_path / "whole"), **options)
+
+    save = WorkDir.save_checkpoint
+
+    def interrupt_after_three_chunks(self, arrays, meta):
+        save(self, arrays, meta)
+        if meta["chunks_done"] == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(WorkDir, "save_checkpoint", interrupt_after_three_chunks)
+    with pytest.raises(KeyboardInterrupt):
+        distill.run(out=str(tmp_path / "out"), **options)
+    assert (tmp_path / "out" / WORK_DIR / "checkpoint.npz").is_file()
+    monkeypatch.setattr(WorkDir, "save_checkpoint", save)
+    resumed = distill.run(out=str(tmp_path / "out"), engine="ray", workers=2, **options)
+    assert resumed.manifest["resumed_from_chunk"] == 3
+    np.testing.assert_allclose(resumed[1].vectors, whole[1].vectors, atol=1e-5)
