@@ -62,7 +62,7 @@ class _Prepared:
     weight: np.ndarray  # (p,) 1 / number of pieces of the occurrence
 
 
-def _batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
+def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, n)):
         yield chunk
@@ -198,11 +198,11 @@ def iter_batches(
     Each chunk's batches are followed by a :class:`ChunkDone`. The first ``skip_chunks`` chunks (done
     before a checkpoint) are walked but not tokenized.
     """
-    for index, chunk in enumerate(_batched(jobs, chunk_size)):
+    for index, chunk in enumerate(batched(jobs, chunk_size)):
         if index >= skip_chunks:
             prepared = prepare_chunk(model, chunk, stride, stats)
             prepared.sort(key=lambda p: len(p.window.ids))
-            yield from _batched(prepared, batch_size)
+            yield from batched(prepared, batch_size)
         yield ChunkDone(index)
 
 

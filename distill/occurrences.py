@@ -13,7 +13,7 @@ known from the counting pass before any sentence is encoded. Two ways to fill th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,20 +80,12 @@ class SamplingStats:
         }
 
 
-def iter_jobs(
-    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+def _walk(
+    lines: Iterable[str], vocab: Vocabulary, stats: SamplingStats, take: Callable[[int], int], full: Callable[[], bool]
 ) -> Iterator[SentenceJob]:
-    """Walk the corpus again and yield the sentences holding at least one sampled occurrence.
-
-    The counts must come from the same lines with the same case folding, so that the k-th
-    occurrence of a word here is the k-th one counted.
-    """
-    stats = stats if stats is not None else SamplingStats()
+    """The sentences in which ``take(word id)`` gives a store row (-1: not this occurrence) to at least
+    one vocabulary word; stops once ``full()``."""
     index = vocab.index()
-    seen = np.zeros(len(vocab), dtype=np.int64)  # occurrences met so far, per word
-    cursor = np.zeros(len(vocab), dtype=np.int64)  # next position in chosen[w] / next row
-    chosen = plan.chosen
-    offsets = plan.offsets
     lower = vocab.lowercase
     for sentence_id, text in enumerate(lines):
         stats.sentences_read += 1
@@ -101,23 +93,15 @@ def iter_jobs(
         ends: list[int] = []
         rows: list[int] = []
         for match in WORD_RE.finditer(text):
-            word = match.group().lower() if lower else match.group()
-            w = index.get(word)
+            w = index.get(match.group().lower() if lower else match.group())
             if w is None:
                 continue
-            k = seen[w]
-            seen[w] = k + 1
-            picks = chosen.get(w)
-            if picks is not None:
-                c = cursor[w]
-                if c >= len(picks) or picks[c] != k:
-                    continue
-            else:
-                c = cursor[w]
-            cursor[w] = c + 1
+            row = take(w)
+            if row < 0:
+                continue
             starts.append(match.start())
             ends.append(match.end())
-            rows.append(int(offsets[w] + c))
+            rows.append(row)
         if rows:
             stats.sentences_kept += 1
             yield SentenceJob(
@@ -127,6 +111,34 @@ def iter_jobs(
                 np.asarray(ends, dtype=np.int64),
                 np.asarray(rows, dtype=np.int64),
             )
+        if full():
+            return
+
+
+def iter_jobs(
+    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+) -> Iterator[SentenceJob]:
+    """Walk the corpus again and yield the sentences holding at least one sampled occurrence.
+
+    The counts must come from the same lines with the same case folding, so that the k-th
+    occurrence of a word here is the k-th one counted.
+    """
+    seen = np.zeros(len(vocab), dtype=np.int64)  # occurrences met so far, per word
+    cursor = np.zeros(len(vocab), dtype=np.int64)  # next position in chosen[w] / next row
+    chosen = plan.chosen
+    offsets = plan.offsets
+
+    def take(w: int) -> int:
+        k = seen[w]
+        seen[w] = k + 1
+        c = cursor[w]
+        picks = chosen.get(w)
+        if picks is not None and (c >= len(picks) or picks[c] != k):
+            return -1
+        cursor[w] = c + 1
+        return int(offsets[w] + c)
+
+    yield from _walk(lines, vocab, stats if stats is not None else SamplingStats(), take, lambda: False)
     expected = np.diff(offsets)
     if not np.array_equal(cursor, expected):
         w = int(np.flatnonzero(cursor != expected)[0])
@@ -160,38 +172,19 @@ def iter_jobs_greedy(
     ``lines`` should already be in the order to sample in (:func:`shuffle_stream`). Stops reading
     as soon as every word has all its rows.
     """
-    stats = stats if stats is not None else SamplingStats()
-    index = vocab.index()
     need = plan.sizes().copy()
     offsets = plan.offsets
     remaining = int((need > 0).sum())
-    lower = vocab.lowercase
-    for sentence_id, text in enumerate(lines):
-        stats.sentences_read += 1
-        starts: list[int] = []
-        ends: list[int] = []
-        rows: list[int] = []
-        for match in WORD_RE.finditer(text):
-            word = match.group().lower() if lower else match.group()
-            w = index.get(word)
-            if w is None or need[w] == 0:
-                continue
-            rows.append(int(offsets[w + 1] - need[w]))
-            need[w] -= 1
-            remaining -= need[w] == 0
-            starts.append(match.start())
-            ends.append(match.end())
-        if rows:
-            stats.sentences_kept += 1
-            yield SentenceJob(
-                sentence_id,
-                text,
-                np.asarray(starts, dtype=np.int64),
-                np.asarray(ends, dtype=np.int64),
-                np.asarray(rows, dtype=np.int64),
-            )
-        if remaining == 0:
-            return
+
+    def take(w: int) -> int:
+        nonlocal remaining
+        if need[w] == 0:
+            return -1
+        need[w] -= 1
+        remaining -= need[w] == 0
+        return int(offsets[w + 1] - need[w] - 1)
+
+    yield from _walk(lines, vocab, stats if stats is not None else SamplingStats(), take, lambda: remaining == 0)
     if remaining:
         w = int(np.flatnonzero(need)[0])
         raise RuntimeError(

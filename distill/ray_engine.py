@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import ConfigError, RunConfig
-from distill.encoder import EncodeStats, LoadedModel, _batched
+from distill.encoder import EncodeStats, LoadedModel, batched
 from distill.occurrences import SentenceJob
 from distill.store import OccurrenceStore
 
@@ -151,7 +151,7 @@ def encode_with_ray(
         chunk_dir = work / "chunks"
         chunk_dir.mkdir(exist_ok=True)
         items = []
-        for index, chunk in enumerate(_batched(jobs, config.chunk_size)):  # the corpus walk, streamed to disk
+        for index, chunk in enumerate(batched(jobs, config.chunk_size)):  # the corpus walk, streamed to disk
             if index < skip_chunks:
                 continue
             path = chunk_dir / f"{index:08d}.pkl"
