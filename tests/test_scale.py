@@ -113,19 +113,29 @@ def _cli(model_dir, corpus, out, *extra):
 
 def _kill_after_checkpoints(cmd, work, sig, chunks=3):
     """Start ``cmd``, send ``sig`` once its checkpoint has ``chunks`` chunks done (and the pass is not done)."""
-    process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # A shell that starts jobs in the background (CI's may) ignores SIGINT in them, and Python then
+    # installs no KeyboardInterrupt handler: give the child the default disposition, as a terminal does.
+    process = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
+    sent = False
     while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.002)
         try:
             with np.load(work / "checkpoint.npz") as data:
                 meta = json.loads(str(data["_meta"]))
-        except (OSError, ValueError, KeyError):
-            time.sleep(0.005)
+        except Exception:  # not written yet, or replaced while being read
             continue
         if meta["chunks_done"] >= chunks and not meta["done"]:
             process.send_signal(sig)
+            sent = True
             break
     _, stderr = process.communicate(timeout=60)
+    assert sent, f"the run ended before a checkpoint of {chunks} chunks was seen: {stderr.decode()[-2000:]}"
     return process.returncode, stderr.decode()
 
 
