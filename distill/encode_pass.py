@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,70 +87,54 @@ def encode_pass(
         logger.info("resuming from a checkpoint: %d chunks, %d occurrences done", skip, stats.occurrences)
 
     last = time.monotonic()
-    saver = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-checkpoint")
-    pending: Future[None] | None = None
 
     def save(chunks_done: int, stats: EncodeStats, done: bool = False, sampling: dict[str, Any] | None = None) -> None:
-        """Checkpoint in the background: snapshot the state now, flush the store and write the file in a thread."""
-        nonlocal last, pending
-        busy = pending is not None and not pending.done()
-        if not done and (busy or time.monotonic() - last < config.checkpoint_every):
+        nonlocal last
+        if not done and time.monotonic() - last < config.checkpoint_every:
             return
-        arrays = {k: np.array(v, copy=True) for k, v in {**store.state(), **_observer_state(observers)}.items()}
+        store.flush()
         meta = {"chunks_done": chunks_done, "encode": dataclasses.asdict(stats), "done": done, "sampling": sampling}
-        if pending is not None:
-            pending.result()  # the previous checkpoint's error (a full disk), if any, surfaces here
-
-        def write() -> None:
-            store.flush()  # rows up to the snapshot are on disk before the checkpoint that counts them
-            work.save_checkpoint(arrays, meta)
-
-        pending = saver.submit(write)
-        if done:
-            pending.result()
+        work.save_checkpoint({**store.state(), **_observer_state(observers)}, meta)
         last = time.monotonic()
 
-    try:
-        sampling_stats = SamplingStats()
-        jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
-        if config.engine == "ray":
-            from distill.ray_engine import encode_with_ray
+    sampling_stats = SamplingStats()
+    jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
+    if config.engine == "ray":
+        from distill.ray_engine import encode_with_ray
 
-            stats = encode_with_ray(
-                model,
-                jobs,
-                layers,
-                store,
-                config,
-                work=work.path,
-                total=plan.n_rows,
-                stats=stats,
-                skip_chunks=skip,
-                on_chunk=save,
-                observers=observers,
-            )
-        else:
-            stats = encode_occurrences(
-                model,
-                jobs,
-                layers,
-                store,
-                batch_size=config.batch_size,
-                stride=config.stride,
-                chunk_size=config.chunk_size,
-                total=plan.n_rows,
-                progress=config.progress,
-                observers=observers,
-                stats=stats,
-                skip_chunks=skip,
-                on_chunk=save,
-            )
-        method = config.sampling
-        sampling = sampling_stats.to_json(method, corpus_lines)
-        n_chunks = -(-sampling_stats.sentences_kept // config.chunk_size)
-        save(n_chunks, stats, done=True, sampling=sampling)
-    finally:
-        saver.shutdown(wait=True)  # an interrupted run still finishes the checkpoint in flight
+        stats = encode_with_ray(
+            model,
+            jobs,
+            layers,
+            store,
+            config,
+            work=work.path,
+            total=plan.n_rows,
+            stats=stats,
+            skip_chunks=skip,
+            on_chunk=save,
+            observers=observers,
+        )
+    else:
+        stats = encode_occurrences(
+            model,
+            jobs,
+            layers,
+            store,
+            batch_size=config.batch_size,
+            stride=config.stride,
+            chunk_size=config.chunk_size,
+            total=plan.n_rows,
+            progress=config.progress,
+            observers=observers,
+            stats=stats,
+            skip_chunks=skip,
+            on_chunk=save,
+        )
+    method = config.sampling
+    sampling = sampling_stats.to_json(method, corpus_lines)
+    n_chunks = -(-sampling_stats.sentences_kept // config.chunk_size)
+    save(n_chunks, stats, done=True, sampling=sampling)
     skipped = sampling["share_skipped"]
     logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", method, sampling_stats.sentences_kept,
                 corpus_lines, 100 * skipped)  # fmt: skip

@@ -105,19 +105,10 @@ class OccurrenceStore:
         return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
 
     def flush(self) -> None:
-        """Write the memory-mapped matrices to disk (before a checkpoint records :meth:`state`).
-
-        ``fsync`` on the files (Linux writes back the pages dirtied through the mapping) rather than
-        ``memmap.flush``, whose ``msync`` holds the GIL: a checkpoint thread can flush while encoding goes on.
-        """
-        for layer, matrix in self.matrices.items():
-            if not isinstance(matrix, np.memmap) or self.directory is None:
-                continue
-            fd = os.open(self.directory / f"layer{layer}.npy", os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        """Write the memory-mapped matrices to disk (before a checkpoint records :meth:`state`)."""
+        for matrix in self.matrices.values():
+            if isinstance(matrix, np.memmap):
+                matrix.flush()
 
     def state(self) -> dict[str, np.ndarray]:
         """What a checkpoint keeps besides the matrices: rows filled and where they are."""
