@@ -6,8 +6,10 @@ are not run at all. Models are loaded by :mod:`distill.models` (re-exported here
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -137,6 +139,29 @@ def observe_batch(
         observer.observe(hidden, ids, content, fresh)
 
 
+@contextlib.contextmanager
+def _interrupt_between_batches() -> Iterator[threading.Event]:
+    """Ctrl-C (SIGINT) during encoding stops at the next batch, not inside a kernel or a finalizer,
+    where a KeyboardInterrupt can be swallowed; a second Ctrl-C stops at once."""
+    interrupted = threading.Event()
+    installable = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if installable else None
+    if previous is not signal.default_int_handler:  # ignored, or someone else's handler: leave it
+        yield interrupted
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        interrupted.set()
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Failed:
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -241,8 +266,10 @@ def encode_occurrences(
         model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
     )
     resumed = time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), _interrupt_between_batches() as interrupted:
         for batch in prefetch(batches, depth=2 * (chunk_size // batch_size)):  # up to two chunks ahead
+            if interrupted.is_set():
+                raise KeyboardInterrupt
             if isinstance(batch, ChunkDone):
                 if on_chunk is not None and batch.index >= skip_chunks:
                     stats.seconds = time.perf_counter() - start
