@@ -231,6 +231,28 @@ def iter_batches(
         yield ChunkDone(index)
 
 
+def encode_batch(
+    model: LoadedModel,
+    layers: tuple[int, ...],
+    batch: list[_Prepared],
+    stats: EncodeStats,
+    observers: Sequence[Any] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """One forward pass: each occurrence's vectors in every layer (rows (k,), vectors (L, k, D)), shown to
+    the observers; tokens, occurrences and forward time are added to ``stats``."""
+    t0 = time.perf_counter()
+    hidden, width = forward_hidden(model, [p.window for p in batch])
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+    stats.forward_seconds += time.perf_counter() - t0
+    rows, vectors = gather_occurrences(hidden, layers, batch, width)
+    if observers:
+        observe_batch(observers, hidden, batch, width)
+    stats.occurrences += len(rows)
+    stats.tokens += sum(len(p.window.ids) for p in batch)
+    return rows, vectors
+
+
 def encode_occurrences(
     model: LoadedModel,
     jobs: Iterable[SentenceJob],
@@ -260,8 +282,6 @@ def encode_occurrences(
     tokens_before = stats.tokens
     bar = tqdm(total=total, initial=stats.occurrences, unit="occ", desc="encoding", disable=not progress,
                dynamic_ncols=True)  # fmt: skip
-    sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
-
     batches = iter_batches(
         model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
     )
@@ -275,16 +295,8 @@ def encode_occurrences(
                     stats.seconds = time.perf_counter() - start
                     on_chunk(batch.index + 1, stats)
                 continue
-            t0 = time.perf_counter()
-            hidden, width = forward_hidden(model, [p.window for p in batch])
-            sync()
-            stats.forward_seconds += time.perf_counter() - t0
-            rows, vectors = gather_occurrences(hidden, layers, batch, width)
+            rows, vectors = encode_batch(model, layers, batch, stats, observers)
             store.write(rows, vectors)
-            if observers:
-                observe_batch(observers, hidden, batch, width)
-            stats.occurrences += len(rows)
-            stats.tokens += sum(len(p.window.ids) for p in batch)
             bar.update(len(rows))
             rate = (stats.tokens - tokens_before) / (time.perf_counter() - resumed)
             bar.set_postfix(tok_s=f"{rate:,.0f}", refresh=False)

@@ -66,7 +66,7 @@ class ChunkEncoder:
         import torch
 
         from distill.analysis import IntraSentence
-        from distill.encoder import gather_occurrences, iter_batches, observe_batch
+        from distill.encoder import ChunkDone, encode_batch, iter_batches
 
         with open(path, "rb") as handle:
             jobs: list[SentenceJob] = pickle.load(handle)
@@ -78,18 +78,11 @@ class ChunkEncoder:
                                stride=self.spec["stride"], chunk_size=len(jobs))  # fmt: skip
         with torch.inference_mode():
             for batch in batches:
-                if not isinstance(batch, list):  # the chunk's end marker
+                if isinstance(batch, ChunkDone):
                     continue
-                t0 = time.perf_counter()
-                hidden, width = self.model.forward([p.window for p in batch])
-                stats.forward_seconds += time.perf_counter() - t0
-                r, v = gather_occurrences(hidden, layers, batch, width)
+                r, v = encode_batch(self.model, layers, batch, stats, [intra] if intra is not None else [])
                 rows.append(r)
                 vectors.append(v.astype(self.spec["store_dtype"]))
-                if intra is not None:
-                    observe_batch([intra], hidden, batch, width)
-                stats.occurrences += len(r)
-                stats.tokens += sum(len(p.window.ids) for p in batch)
         empty = np.zeros((len(layers), 0, self.model.hidden_size), dtype=self.spec["store_dtype"])
         result = {
             "rows": np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
