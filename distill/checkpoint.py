@@ -23,6 +23,7 @@ import numpy as np
 
 from distill.config import ConfigError, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
+from distill.export import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class WorkDir:
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)
         if print_ is not None:
-            _write_json(print_, saved)
+            write_json(print_, saved)
         return False
 
     def close(self, remove: bool) -> None:
@@ -97,7 +98,7 @@ class WorkDir:
             "corpus": {k: getattr(stats, k) for k in ("files", "lines", "empty_lines", "replaced_lines", "words")},
         }
         np.save(self.path / "counts.npy", vocab.counts)
-        _write_json(meta, self.path / "vocabulary.json")
+        write_json(meta, self.path / "vocabulary.json")
 
     def load_vocabulary(self) -> tuple[Vocabulary, CorpusStats] | None:
         path = self.path / "vocabulary.json"
@@ -132,9 +133,3 @@ class WorkDir:
             arrays = {k: data[k] for k in data.files if k != "_meta"}
             meta = json.loads(str(data["_meta"]))
         return arrays, meta
-
-
-def _write_json(data: Any, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)

@@ -81,10 +81,15 @@ class SamplingStats:
 
 
 def _walk(
-    lines: Iterable[str], vocab: Vocabulary, stats: SamplingStats, take: Callable[[int], int], full: Callable[[], bool]
+    lines: Iterable[str],
+    vocab: Vocabulary,
+    stats: SamplingStats | None,
+    take: Callable[[int], int],
+    full: Callable[[], bool],
 ) -> Iterator[SentenceJob]:
     """The sentences in which ``take(word id)`` gives a store row (-1: not this occurrence) to at least
     one vocabulary word; stops once ``full()``."""
+    stats = stats if stats is not None else SamplingStats()
     index = vocab.index()
     lower = vocab.lowercase
     for sentence_id, text in enumerate(lines):
@@ -138,7 +143,7 @@ def iter_jobs(
         cursor[w] = c + 1
         return int(offsets[w] + c)
 
-    yield from _walk(lines, vocab, stats if stats is not None else SamplingStats(), take, lambda: False)
+    yield from _walk(lines, vocab, stats, take, lambda: False)
     expected = np.diff(offsets)
     if not np.array_equal(cursor, expected):
         w = int(np.flatnonzero(cursor != expected)[0])
@@ -184,7 +189,7 @@ def iter_jobs_greedy(
         remaining -= need[w] == 0
         return int(offsets[w + 1] - need[w] - 1)
 
-    yield from _walk(lines, vocab, stats if stats is not None else SamplingStats(), take, lambda: remaining == 0)
+    yield from _walk(lines, vocab, stats, take, lambda: remaining == 0)
     if remaining:
         w = int(np.flatnonzero(need)[0])
         raise RuntimeError(

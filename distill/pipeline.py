@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import platform
 import re
@@ -33,7 +32,16 @@ from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_line
 from distill.derive import Recipe, derive
 from distill.encode_pass import encode_pass
 from distill.encoder import load_model, load_model_config
-from distill.export import check_writable, load, to_keyed_vectors, write_faiss, write_json, write_vocab, write_word2vec
+from distill.export import (
+    check_writable,
+    load,
+    read_manifest,
+    to_keyed_vectors,
+    write_faiss,
+    write_json,
+    write_vocab,
+    write_word2vec,
+)
 from distill.occurrences import plan_sample
 from distill.pieces import PieceSums
 from distill.reduction import reduce_words
@@ -310,7 +318,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
             best = best_layers(int(model_config.num_hidden_layers))
             name, kv = derive(out, Recipe(layers=f"{best[0]}-{best[-1]}", pooling="mean", combine="mean"))
             vectors[name] = kv
-            manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+            manifest = read_manifest(out)
             manifest["best"] = name
             write_json(manifest, out / "manifest.json")
         finished = True

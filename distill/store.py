@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
-
-STORE_DTYPES = ("auto", "float32", "float16")
 
 
 def available_memory() -> int:
@@ -118,8 +115,3 @@ class OccurrenceStore:
         self.position = np.array(state["position"])
         self.filled = np.array(state["filled"])
         self.count = int(state["count"])
-
-    def remove(self) -> None:
-        self.matrices.clear()
-        if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
