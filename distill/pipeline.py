@@ -187,6 +187,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
             observers=[o for o in (intra, pieces) if o is not None],
         )
         store, encode = encoded.store, encoded.encode
+        store.close()
         timings["encode"] = encode.seconds
         timings["forward"] = encode.forward_seconds
 
@@ -204,9 +205,10 @@ def run_pipeline(config: RunConfig) -> RunResult:
         writer = ThreadPoolExecutor(max_workers=1)  # layer L is written while layer L+1 is reduced
         pending: list[Future[Any]] = [writer.submit(write_vocab, words, vocab.counts[keep], out / "vocab.tsv")]
         for layer in layers:
+            occurrences = store.layer(layer)
             for pooling in config.pooling:
                 matrix = reduce_words(
-                    store.matrices[layer],
+                    occurrences,
                     plan.offsets,
                     filled,
                     pooling,
