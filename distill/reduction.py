@@ -123,7 +123,7 @@ def reduce_words(
     *,
     position: np.ndarray | None = None,
     device: torch.device | str = "cpu",
-    max_elements: int = 2**25,
+    max_elements: int | None = None,
     normalize: bool = False,
     progress: bool = False,
     desc: str = "reducing",
@@ -132,9 +132,13 @@ def reduce_words(
 
     ``filled``: (n_words,) rows of each word really encoded (unfilled rows are zero). With
     ``position``, logical row r lives at ``matrix[position[r]]`` (the store's append order). Words are
-    processed in groups of similar size, padded with zero rows. Returns (n_words, d) float32;
-    words with no filled row get a zero vector (the caller drops them).
+    processed in groups of similar size, padded with zero rows, of about ``max_elements`` numbers
+    (default: 4M on a CPU, where a group that stays in the core's cache through the power iteration's
+    steps is 2x faster than a large one; 32M on a GPU). Returns (n_words, d) float32; words with no
+    filled row get a zero vector (the caller drops them).
     """
+    if max_elements is None:
+        max_elements = 2**22 if torch.device(device).type == "cpu" else 2**25
     out = np.zeros((len(offsets) - 1, matrix.shape[1]), dtype=np.float32)
     bar = tqdm(total=len(out), unit="word", desc=desc, disable=not progress, dynamic_ncols=True)
     blocks = iter_word_blocks(matrix, offsets, position=position, device=device, max_elements=max_elements)
