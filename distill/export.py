@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import OutputError
+from distill.floattext import format_rows
 
 
 @contextlib.contextmanager
@@ -79,8 +79,9 @@ def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray, counts: np.ndarr
 def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
     """word2vec text (``binary=False``) or binary file that ``KeyedVectors.load_word2vec_format`` reads.
 
-    Binary files are gensim's own writer. Text files are formatted by numpy (``%.9g``: exact for
-    float32), several times faster than gensim's per-value ``repr``, in the same layout.
+    Binary files are gensim's own writer. Text files have gensim's layout, with values formatted by
+    :func:`distill.floattext.format_rows` (9 significant digits: exact for float32), many times faster
+    than gensim's per-value ``repr``.
     """
     with atomic_path(path) as tmp:
         if binary:
@@ -91,9 +92,7 @@ def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
 
 
 def _write_word2vec_text(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:
-    buffer = io.BytesIO()
-    np.savetxt(buffer, vectors, fmt="%.9g", delimiter=" ")
-    rows = buffer.getvalue().splitlines()
+    rows = format_rows(vectors)
     with open(path, "wb") as handle:
         handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
         handle.writelines(f"{word} ".encode() + row + b"\n" for word, row in zip(words, rows))

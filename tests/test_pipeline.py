@@ -37,7 +37,7 @@ def test_run_writes_every_format_and_they_load(bert_run):
         kv = bert_run.vectors[name]
         assert text.index_to_key == binary.index_to_key == kv.index_to_key
         np.testing.assert_allclose(binary.vectors, kv.vectors)
-        np.testing.assert_allclose(text.vectors, kv.vectors, atol=1e-5)
+        np.testing.assert_array_equal(text.vectors, kv.vectors)
         index, words = read_faiss(out / f"{name}.faiss")
         assert words == kv.index_to_key
         _, ids = index.search(kv.get_normed_vectors(), 1)
