@@ -6,14 +6,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import torch
 
-from distill.alignment import Window, make_windows
+from distill.alignment import Window, make_windows, truncating_backend
 from distill.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ class LoadedModel:
     uncased: bool
     revision: str | None = None
     layers_run: int = 0  # transformer layers actually run
+    backends: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)  # truncating tokenizers
 
     @property
     def vocab_size(self) -> int:
@@ -55,18 +56,10 @@ class LoadedModel:
 
     def tokenize(self, texts: list[str], stride: int) -> list[Window]:
         """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
-        encoding = self.tokenizer(
-            texts,
-            max_length=self.max_length,
-            truncation=True,
-            stride=stride,
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        return make_windows(encoding, len(texts))
+        key = (self.max_length, stride)
+        if key not in self.backends:
+            self.backends[key] = truncating_backend(self.tokenizer, self.max_length, stride)
+        return make_windows(self.backends[key].encode_batch(texts, add_special_tokens=True))
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""

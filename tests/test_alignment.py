@@ -1,22 +1,14 @@
 import numpy as np
 import pytest
 
-from distill.alignment import choose_windows, make_windows, piece_mask
+from distill.alignment import choose_windows, make_windows, piece_mask, truncating_backend
 from distill.corpus import word_spans
 
 
 def _pieces(tokenizer, text, **kwargs):
     """Pieces of every word of ``text``, as the alignment finds them."""
-    enc = tokenizer(
-        [text],
-        return_offsets_mapping=True,
-        return_special_tokens_mask=True,
-        return_overflowing_tokens=True,
-        truncation=True,
-        max_length=kwargs.get("max_length", 512),
-        stride=kwargs.get("stride", 0),
-    )
-    windows = make_windows(enc, 1)
+    backend = truncating_backend(tokenizer, kwargs.get("max_length", 512), kwargs.get("stride", 0))
+    windows = make_windows(backend.encode_batch([text]))
     spans = word_spans(text)
     starts = np.array([s for s, _ in spans])
     ends = np.array([e for _, e in spans])
@@ -83,3 +75,20 @@ def test_overlapping_windows_pick_the_one_with_more_context():
     b = Window(0, [0] * 4, np.array([10, 15, 20, 25]), np.array([14, 19, 24, 29]), np.ones(4, bool))
     chosen = choose_windows([a, b], np.array([0, 0, 0]), np.array([15, 10, 0]), np.array([19, 14, 4]))
     assert list(chosen) == [1, 0, 0]  # 15-19: margin 0 in a, 5 in b; 10-14: 5 in a, 0 in b
+
+
+@pytest.mark.parametrize("fixture", ["wordpiece_tokenizer", "bpe_tokenizer", "sentencepiece_tokenizer"])
+def test_windows_are_what_transformers_returns_with_overflow(fixture, request):
+    tokenizer = request.getfixturevalue(fixture)
+    texts = ["short one.", "A much longer sentence, " * 12 + "that needs several windows to be read whole.", ""]
+    windows = make_windows(truncating_backend(tokenizer, 16, 4).encode_batch(texts))
+    reference = tokenizer(texts, max_length=16, truncation=True, stride=4, return_overflowing_tokens=True,
+                          return_offsets_mapping=True, return_special_tokens_mask=True)  # fmt: skip
+    assert [w.sentence for w in windows] == reference["overflow_to_sample_mapping"]
+    assert max(len(w.ids) for w in windows) == 16 and len(windows) > 4
+    for window, ids, offsets, special in zip(
+        windows, reference["input_ids"], reference["offset_mapping"], reference["special_tokens_mask"]
+    ):
+        assert window.ids == ids
+        assert window.starts.tolist() == [s for s, _ in offsets] and window.ends.tolist() == [e for _, e in offsets]
+        assert not window.content[np.array(special, dtype=bool)].any()
