@@ -1,5 +1,6 @@
 """Scale: folders of corpus files, greedy sentence sampling, the float16 store, checkpoints and resume."""
 
+import errno
 import gzip
 import json
 import signal
@@ -12,7 +13,7 @@ import pytest
 
 import distill
 from distill.checkpoint import WORK_DIR, WorkDir
-from distill.config import ConfigError
+from distill.config import ConfigError, OutputError
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
 from distill.store import OccurrenceStore
@@ -93,6 +94,17 @@ def test_float16_store_reopens_from_its_files(tmp_path, rng):
     again.load_state(state)
     np.testing.assert_allclose(again.vectors(2, np.array([4, 1, 0])), [x[1, 0], x[1, 1], np.zeros(3)], atol=2e-3)
     assert again.matrices[0].dtype == np.float16 and again.count == 2
+
+
+def test_store_on_a_full_disk_says_so(tmp_path, rng, monkeypatch):
+    store = OccurrenceStore(tmp_path, (0,), 4, 3)
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("distill.store.os.pwrite", full)
+    with pytest.raises(OutputError, match="occurrence store .* the disk is full; free some space"):
+        store.write(np.array([0]), rng.standard_normal((1, 1, 3)))
 
 
 def _corpus(tmp_path, n_lines=6000):
