@@ -47,11 +47,13 @@ def batched_first_pc(x: torch.Tensor, max_iter: int = 30, tol: float = 1e-5) -> 
         pick = rows.norm(dim=2).argmax(dim=1)
         v[dead] = torch.nn.functional.normalize(rows[torch.arange(len(rows)), pick], dim=1)
     active = torch.arange(len(x), device=x.device)  # words still iterating
+    sigma = torch.zeros(len(x), dtype=x.dtype, device=x.device)
     xs, vs = x, v
     for _ in range(max_iter):
         # x^T (x v) as the row vector (x v)^T x: both products read x in its own layout, 2x faster
-        w = torch.bmm(torch.bmm(xs, vs[:, :, None]).transpose(1, 2), xs).squeeze(1)
-        w = torch.nn.functional.normalize(w, dim=1)
+        xv = torch.bmm(xs, vs[:, :, None])
+        sigma[active] = xv.norm(dim=(1, 2))  # |x v| of the step's start: off by O(step^2) relative
+        w = torch.nn.functional.normalize(torch.bmm(xv.transpose(1, 2), xs).squeeze(1), dim=1)
         moving = (w - vs).norm(dim=1) >= tol
         v[active] = w
         if not bool(moving.any()):
@@ -63,10 +65,9 @@ def batched_first_pc(x: torch.Tensor, max_iter: int = 30, tol: float = 1e-5) -> 
     if len(active):
         logger.debug("power iteration: %d of %d words solved exactly", len(active), len(x))
         v[active] = _exact_first_pc(x[active]).to(v.dtype)
+        sigma[active] = torch.einsum("gmd,gd->gm", x[active], v[active]).norm(dim=1)
     sign = torch.where((v * total).sum(dim=1) < 0, -1.0, 1.0).to(v.dtype)
-    v = v * sign[:, None]
-    sigma = torch.einsum("gmd,gd->gm", x, v).norm(dim=1)
-    return v, sigma
+    return v * sign[:, None], sigma
 
 
 def _exact_first_pc(x: torch.Tensor) -> torch.Tensor:
