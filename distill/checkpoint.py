@@ -1,7 +1,7 @@
 """A run's work folder, ``<out>/.distill-work``: what a killed run needs to go on where it stopped.
 
 It holds the fingerprint of the run (options, corpus files' sizes and times, distill's version),
-the vocabulary once counted, the memory-mapped occurrence store and ``checkpoint.npz``, written
+the vocabulary once counted, the occurrence store's files and ``checkpoint.npz``, written
 atomically at chunk boundaries every ``--checkpoint-every`` seconds: rows filled so far, sentence
 chunks done, the encoder's counts and the observers' sums. The same command run again finds the
 fingerprint unchanged and goes on from the checkpoint; since chunks are encoded exactly as they

