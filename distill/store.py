@@ -118,10 +118,13 @@ class OccurrenceStore:
                 written = os.pwrite(fd, data, at)
                 data, at = data[written:], at + written
         except OSError as err:
-            reason = "the disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
+            if err.errno == errno.ENOSPC:
+                raise OutputError(
+                    f"cannot write the occurrence store in {self.directory}: the disk is full; free some space or "
+                    f"choose another --out (a float16 store, --store-dtype float16, takes half the space)"
+                ) from err
             raise OutputError(
-                f"cannot write the occurrence store in {self.directory}: {reason}; free some space or "
-                f"choose another --out (a float16 store, --store-dtype float16, takes half the space)"
+                f"cannot write the occurrence store in {self.directory}: {err.strerror or err}; choose another --out"
             ) from err
 
     def vectors(self, layer: int, rows: np.ndarray) -> np.ndarray:
@@ -141,7 +144,10 @@ class OccurrenceStore:
         with open(matrix.filename, "rb", buffering=0) as handle:  # read(), not a copy through the map
             handle.seek(matrix.offset)
             while view:
-                view = view[handle.readinto(view[: 2**30]) :]
+                n = handle.readinto(view[: 2**30])
+                if not n:
+                    raise OutputError(f"{matrix.filename} is shorter than its header says; run again with --restart")
+                view = view[n:]
         return out
 
     def filled_per_word(self, offsets: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 import errno
 import gzip
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -105,6 +106,20 @@ def test_store_on_a_full_disk_says_so(tmp_path, rng, monkeypatch):
     monkeypatch.setattr("distill.store.os.pwrite", full)
     with pytest.raises(OutputError, match="occurrence store .* the disk is full; free some space"):
         store.write(np.array([0]), rng.standard_normal((1, 1, 3)))
+
+
+def test_store_layer_reads_back_what_was_written_and_refuses_a_short_file(tmp_path, rng):
+    store = OccurrenceStore(tmp_path, (0, 3), 4, 3)
+    x = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    store.write(np.array([2, 0]), x)
+    buffer = store.layer(0)
+    np.testing.assert_array_equal(buffer[:2], x[0])
+    again = store.layer(3, out=buffer)
+    assert again is buffer  # the buffer is reused
+    np.testing.assert_array_equal(again[store.position[[2, 0, 1]]], [x[1, 0], x[1, 1], np.zeros(3)])
+    os.truncate(tmp_path / "layer3.npy", store.matrices[3].offset + 10)
+    with pytest.raises(OutputError, match="shorter than its header says"):
+        store.layer(3)
 
 
 def _corpus(tmp_path, n_lines=6000):
