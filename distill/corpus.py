@@ -44,7 +44,7 @@ def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
 
 
 #: Files a corpus folder contributes: plain text and gzipped text, found recursively.
-CORPUS_SUFFIXES = (".txt", ".txt.gz", ".gz")
+CORPUS_SUFFIXES = (".txt", ".gz")
 
 
 def expand_corpus(paths: Sequence[str]) -> list[str]:

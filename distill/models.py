@@ -47,7 +47,7 @@ class LoadedModel:
     uncased: bool
     revision: str | None = None
     layers_run: int = 0  # transformer layers actually run
-    backends: dict[tuple[int, int], Any] = field(default_factory=dict, repr=False)  # truncating tokenizers
+    backends: dict[int, Any] = field(default_factory=dict, repr=False)  # truncating tokenizer per stride
 
     @property
     def vocab_size(self) -> int:
@@ -56,10 +56,9 @@ class LoadedModel:
 
     def tokenize(self, texts: list[str], stride: int) -> list[Window]:
         """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
-        key = (self.max_length, stride)
-        if key not in self.backends:
-            self.backends[key] = truncating_backend(self.tokenizer, self.max_length, stride)
-        return make_windows(self.backends[key].encode_batch(texts, add_special_tokens=True))
+        if stride not in self.backends:
+            self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
+        return make_windows(self.backends[stride].encode_batch(texts, add_special_tokens=True))
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""
