@@ -279,8 +279,8 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError(f"unknown device {config.device!r}; use auto, cpu, cuda, cuda:N or mps")
     if config.dtype not in {"auto", "float32", "float16", "bfloat16"}:
         raise ConfigError(f"unknown dtype {config.dtype!r}; use auto, float32, float16 or bfloat16")
-    if config.dtype in {"float16", "bfloat16"} and config.device == "cpu":
-        raise ConfigError(f"dtype {config.dtype} is for GPUs; on the CPU use float32 (or --dtype auto)")
+    if config.dtype == "float16" and config.device == "cpu":
+        raise ConfigError("dtype float16 is for GPUs; on the CPU use float32, or bfloat16 on a CPU with AMX")
     for path in config.corpus:
         if path != "-" and not Path(path).exists():
             raise ConfigError(

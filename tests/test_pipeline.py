@@ -103,6 +103,18 @@ def test_same_seed_same_vectors_other_seed_other_sample(tiny_bert_dir, tmp_path)
     assert not np.allclose(a[1]["king"], c[1]["king"])  # "king" has more than 5 occurrences: resampled
 
 
+def test_bfloat16_on_an_explicit_cpu_is_close_to_float32(tiny_bert_dir, tmp_path):
+    full = _run(tiny_bert_dir, tmp_path / "f32", layers="1,2", device="cpu", dtype="float32")
+    half = _run(tiny_bert_dir, tmp_path / "bf16", layers="1,2", device="cpu", dtype="bfloat16")
+    assert half.manifest["model"]["dtype"] == "bfloat16"
+    for layer in (1, 2):
+        a, b = full[layer], half[layer]
+        assert a.index_to_key == b.index_to_key
+        cos = (a.vectors * b.vectors).sum(1) / np.linalg.norm(a.vectors, axis=1) / np.linalg.norm(b.vectors, axis=1)
+        assert cos.min() > 0.99, cos.min()  # bfloat16 keeps 8 bits of mantissa
+        assert not np.array_equal(a.vectors, b.vectors)  # the weights really ran in bfloat16
+
+
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_causal_models_run_end_to_end(request, family, tmp_path):
     model_dir = request.getfixturevalue(f"tiny_{family}_dir")
