@@ -204,9 +204,8 @@ def run_pipeline(config: RunConfig) -> RunResult:
         files: list[str] = ["vocab.tsv"]
         writer = ThreadPoolExecutor(max_workers=1)  # layer L is written while layer L+1 is reduced
         pending: list[Future[Any]] = [writer.submit(write_vocab, words, vocab.counts[keep], out / "vocab.tsv")]
-        occurrences = None
         for layer in layers:
-            occurrences = store.layer(layer, out=occurrences)
+            occurrences = store.layer(layer)
             for pooling in config.pooling:
                 matrix = reduce_words(
                     occurrences,

@@ -86,9 +86,15 @@ class OccurrenceStore:
                 path = self.directory / f"layer{layer}.npy"
                 if not reopen:  # header and size; the data stays a hole, read as zeros, until written
                     np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=shape)  # unmapped at once
-                matrix = np.load(path, mmap_mode="r")
+                try:
+                    matrix = np.load(path, mmap_mode="r")
+                except (OSError, ValueError) as err:  # a damaged checkpoint: truncated, not an .npy file
+                    raise OutputError(f"cannot read the store file {path} ({err}); run again with --restart") from err
                 if matrix.shape != shape or matrix.dtype != self.dtype:
-                    raise ValueError(f"store file {matrix.shape} {matrix.dtype}, expected {shape} {self.dtype}")
+                    raise OutputError(
+                        f"the store file {path} holds {matrix.shape} {matrix.dtype}, not {shape} {self.dtype}; "
+                        "run again with --restart"
+                    )
                 self.matrices[layer] = matrix
                 fds.append(os.open(path, os.O_WRONLY))
                 self._files[layer] = (fds[-1], matrix.offset)
@@ -131,24 +137,20 @@ class OccurrenceStore:
         """(k, dim) vectors of logical ``rows`` (zero where not filled)."""
         return self.matrices[layer][self.position[rows]]
 
-    def layer(self, layer: int, out: np.ndarray | None = None) -> np.ndarray:
-        """The whole matrix of ``layer`` (rows in ``position`` order), read into memory (into ``out`` when it
-        has the right shape and type: reusing one buffer for every layer spares a page fault per 4 KiB) when
-        it takes less than a quarter of the available memory, else the memory map."""
+    def layer(self, layer: int) -> np.ndarray:
+        """The whole matrix of ``layer`` (rows in ``position`` order): in RAM, or a fresh read-only memory map
+        of its file, unmapped when the caller drops it. Gathering words straight from the map costs no
+        more than from memory (the rows were just written and sit in the page cache), and spares
+        reading the layer into a buffer first (0.4-1.2 s for 7 layers of STS)."""
         matrix = self.matrices[layer]
-        if not isinstance(matrix, np.memmap) or matrix.nbytes >= available_memory() // 4:
+        if not isinstance(matrix, np.memmap):
             return matrix
-        if out is None or out.shape != matrix.shape or out.dtype != matrix.dtype:
-            out = np.empty(matrix.shape, dtype=matrix.dtype)
-        view = memoryview(out).cast("B")
-        with open(matrix.filename, "rb", buffering=0) as handle:  # read(), not a copy through the map
-            handle.seek(matrix.offset)
-            while view:
-                n = handle.readinto(view[: 2**30])
-                if not n:
-                    raise OutputError(f"{matrix.filename} is shorter than its header says; run again with --restart")
-                view = view[n:]
-        return out
+        try:
+            return np.load(matrix.filename, mmap_mode="r")
+        except ValueError as err:  # numpy: mmap length is greater than file size
+            raise OutputError(
+                f"{matrix.filename} is shorter than its header says ({err}); run again with --restart"
+            ) from err
 
     def filled_per_word(self, offsets: np.ndarray) -> np.ndarray:
         """(n_words,) number of filled rows of each word."""

@@ -112,14 +112,18 @@ def test_store_layer_reads_back_what_was_written_and_refuses_a_short_file(tmp_pa
     store = OccurrenceStore(tmp_path, (0, 3), 4, 3)
     x = rng.standard_normal((2, 2, 3)).astype(np.float32)
     store.write(np.array([2, 0]), x)
-    buffer = store.layer(0)
-    np.testing.assert_array_equal(buffer[:2], x[0])
-    again = store.layer(3, out=buffer)
-    assert again is buffer  # the buffer is reused
-    np.testing.assert_array_equal(again[store.position[[2, 0, 1]]], [x[1, 0], x[1, 1], np.zeros(3)])
+    np.testing.assert_array_equal(store.layer(0)[:2], x[0])
+    layer3 = store.layer(3)
+    assert isinstance(layer3, np.memmap) and not layer3.flags.writeable
+    np.testing.assert_array_equal(layer3[store.position[[2, 0, 1]]], [x[1, 0], x[1, 1], np.zeros(3)])
     os.truncate(tmp_path / "layer3.npy", store.matrices[3].offset + 10)
     with pytest.raises(OutputError, match="shorter than its header says"):
         store.layer(3)
+    with pytest.raises(OutputError, match="run again with --restart"):
+        OccurrenceStore(tmp_path, (0, 3), 4, 3, reopen=True)  # a checkpoint whose store file was cut short
+    ram = OccurrenceStore(None, (0,), 4, 3)
+    ram.write(np.array([1]), x[:1, :1])
+    np.testing.assert_array_equal(ram.layer(0)[ram.position[1]], x[0, 0])
 
 
 def _corpus(tmp_path, n_lines=6000):
