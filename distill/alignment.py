@@ -52,14 +52,16 @@ def make_windows(encodings: list[Any]) -> list[Window]:
     """
     windows: list[Window] = []
     for sentence, encoding in enumerate(encodings):
+        overflowing = encoding.overflowing
         previous_end = None
-        for piece in [encoding, *encoding.overflowing]:
-            offsets = np.asarray(piece.offsets, dtype=np.int64).reshape(-1, 2)
+        for piece in [encoding, *overflowing] if overflowing else (encoding,):
+            offsets = np.array(piece.offsets, dtype=np.int64).reshape(-1, 2)
             starts, ends = offsets[:, 0], offsets[:, 1]
-            content = ~np.asarray(piece.special_tokens_mask, dtype=bool) & (ends > starts)
+            content = ~np.array(piece.special_tokens_mask, dtype=bool) & (ends > starts)
             fresh = content if previous_end is None else content & (starts >= previous_end)
             window = Window(sentence, piece.ids, starts, ends, content, fresh)
-            previous_end = window.span[1]
+            if overflowing:  # where the next window's fresh pieces start
+                previous_end = window.span[1]
             windows.append(window)
     return windows
 
@@ -68,19 +70,19 @@ def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarr
     """For each occurrence, the window that holds it whole and gives it the most context on both sides.
 
     ``sentence``, ``starts``, ``ends``: (k,) arrays. Returns (k,) window indices, -1 where no window
-    holds the occurrence whole (a word longer than a window).
+    holds the occurrence whole (a word longer than a window). The windows of a sentence must be
+    consecutive in ``windows``, as :func:`make_windows` gives them.
     """
-    by_sentence: dict[int, list[int]] = {}
-    for i, window in enumerate(windows):
-        by_sentence.setdefault(window.sentence, []).append(i)
-    chosen = np.full(len(sentence), -1, dtype=np.int64)
-    for k, (s, cs, ce) in enumerate(zip(sentence.tolist(), starts.tolist(), ends.tolist())):
-        candidates = by_sentence.get(s, [])
-        if len(candidates) == 1:
-            chosen[k] = candidates[0]
-            continue
-        best = -1
-        for i in candidates:
+    window_sentence = np.array([w.sentence for w in windows], dtype=np.int64)
+    n_sentences = int(max(window_sentence.max(initial=-1), sentence.max(initial=-1))) + 1
+    per_sentence = np.bincount(window_sentence, minlength=n_sentences)
+    first = np.full(n_sentences, -1, dtype=np.int64)
+    present, first_window = np.unique(window_sentence, return_index=True)
+    first[present] = first_window
+    chosen = np.where(per_sentence[sentence] == 1, first[sentence], -1)  # the common case: one window
+    for k in np.flatnonzero(per_sentence[sentence] > 1).tolist():  # long sentences: the best-centred window
+        cs, ce, best = int(starts[k]), int(ends[k]), -1
+        for i in range(first[sentence[k]], first[sentence[k]] + per_sentence[sentence[k]]):
             lo, hi = windows[i].span
             if lo <= cs and ce <= hi:
                 margin = min(cs - lo, hi - ce)

@@ -76,7 +76,7 @@ def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stat
     stats.sentences += len(jobs)
     stats.windows += len(windows)
     stats.long_sentences += len(windows) - len({w.sentence for w in windows})
-    sentence = np.concatenate([np.full(len(job.rows), i) for i, job in enumerate(jobs)])
+    sentence = np.repeat(np.arange(len(jobs)), [len(job.rows) for job in jobs])
     starts = np.concatenate([job.starts for job in jobs])
     ends = np.concatenate([job.ends for job in jobs])
     rows = np.concatenate([job.rows for job in jobs])
@@ -84,19 +84,21 @@ def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stat
     stats.not_aligned += int((chosen < 0).sum())
     prepared = []
     order = np.argsort(chosen, kind="stable")
-    bounds = np.searchsorted(chosen[order], np.arange(len(windows) + 1))
-    for i, window in enumerate(windows):
-        idx = order[bounds[i] : bounds[i + 1]]
-        if len(idx) == 0:
+    bounds = np.searchsorted(chosen[order], np.arange(len(windows) + 1)).tolist()
+    for window, lo, hi in zip(windows, bounds[:-1], bounds[1:]):  # runs per window: kept lean
+        if lo == hi:
             continue
+        idx = order[lo:hi]
         mask = piece_mask(window, starts[idx], ends[idx])
         n_pieces = mask.sum(axis=1)
-        ok = n_pieces > 0
-        stats.not_aligned += int((~ok).sum())
-        if not ok.any():
-            continue
-        occ, tok = np.nonzero(mask[ok])  # row-major: each occurrence's pieces together
-        prepared.append(_Prepared(window, rows[idx][ok], occ, tok, n_pieces[ok]))
+        if not n_pieces.all():  # occurrences with no piece: dropped and counted
+            ok = n_pieces > 0
+            stats.not_aligned += len(ok) - int(ok.sum())
+            idx, mask, n_pieces = idx[ok], mask[ok], n_pieces[ok]
+            if not len(idx):
+                continue
+        occ, tok = mask.nonzero()  # row-major: each occurrence's pieces together
+        prepared.append(_Prepared(window, rows[idx], occ, tok, n_pieces))
     return prepared
 
 
