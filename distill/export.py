@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import OutputError
-from distill.floattext import format_rows
+from distill.floattext import format_lines
 
 
 @contextlib.contextmanager
@@ -80,7 +80,7 @@ def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
     """word2vec text (``binary=False``) or binary file that ``KeyedVectors.load_word2vec_format`` reads.
 
     Binary files are gensim's own writer. Text files have gensim's layout, with values formatted by
-    :func:`distill.floattext.format_rows` (9 significant digits: exact for float32), many times faster
+    :func:`distill.floattext.format_lines` (9 significant digits: exact for float32), many times faster
     than gensim's per-value ``repr``.
     """
     with atomic_path(path) as tmp:
@@ -92,10 +92,9 @@ def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
 
 
 def _write_word2vec_text(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:
-    rows = format_rows(vectors)
     with open(path, "wb") as handle:
         handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
-        handle.writelines(f"{word} ".encode() + row + b"\n" for word, row in zip(words, rows))
+        handle.writelines(format_lines(words, vectors))
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:

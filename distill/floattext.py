@@ -1,69 +1,97 @@
 """float32 matrices as text, formatted by numpy array arithmetic instead of one Python call per value.
 
 Each value is written with 9 significant digits (enough to read back the same float32) in compact
-scientific notation without trailing zeros (``-1.2345678e-2``, ``3e-1``, ``0``). Writing a word2vec
-text file this way is 4x faster than ``np.savetxt(fmt="%.9g")``, whose per-value formatting
-was half of the time spent writing a run's outputs.
+scientific notation without trailing zeros (``-1.2345678e-2``, ``3e-1``, ``0``). Each value fills 16
+byte slots (separator, sign, digit, point, 8 digits, ``e``, exponent sign, 2 exponent digits), written
+two at a time from tables of digit pairs; unused slots hold 0 and are dropped at the end. A word2vec
+text file written this way is 8x faster than ``np.savetxt(fmt="%.9g")``.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 _DIGITS = 9  # significant digits: the most a float32 needs to round-trip
-_WIDTH = 16  # slots per value: sign, 9 digits, point, 'e', exponent sign, 2 exponent digits, separator
-_ZERO = ord("0")
+_PAIRS = 8  # 16 one-byte slots per value, written as 8 little-endian uint16 pairs
 _VALUES = 2**16  # values formatted at once: their 1 MiB of slots stays in the core's cache
+_U16 = np.dtype("<u2")  # pairs of slots, little-endian whatever the machine
+
+
+def _pair(first: int, second: int) -> int:
+    return first | second << 8
+
+
+def _tables() -> tuple[np.ndarray, np.ndarray]:
+    """Digit pairs 00..99: ``pairs[p]`` with trailing zeros dropped ("5" for 50, "" for 00), ``pairs[100 + p]``
+    in full ("50"); ``exponents[e]`` without a leading zero ("7", "12")."""
+    tens, ones = np.divmod(np.arange(100), 10)
+    full = _pair(tens + ord("0"), ones + ord("0"))
+    trimmed = np.where(ones == 0, tens + ord("0"), full)
+    trimmed[0] = 0
+    exponents = np.where(tens == 0, _pair(0, ones + ord("0")), full)
+    return np.concatenate([trimmed, full]).astype(_U16), exponents.astype(_U16)
+
+
+_PAIR_TABLE, _EXPONENT_TABLE = _tables()
+_POW10 = 10.0 ** np.arange(-64, 65)  # float32 exponents are in -45..38: 10^(8 - e) by table lookup
+
+
+def format_lines(words: Sequence[str], values: np.ndarray) -> Iterator[bytes]:
+    """``word v1 v2 ...\\n`` for each word and row of ``values`` (n, d), a block of lines at a time."""
+    values = np.asarray(values, dtype=np.float32)
+    rows = max(1, _VALUES // max(1, values.shape[1]))
+    for start in range(0, len(values), rows):
+        block = [w.encode() for w in words[start : start + rows]]
+        yield _format_block(block, values[start : start + rows])
 
 
 def format_rows(values: np.ndarray) -> list[bytes]:
     """One line (no newline) of space-separated values per row of ``values`` (n, d)."""
-    values = np.asarray(values, dtype=np.float32)
-    rows = max(1, _VALUES // max(1, values.shape[1]))
-    lines: list[bytes] = []
-    for start in range(0, len(values), rows):
-        lines += _format_block(values[start : start + rows])
-    return lines
+    text = b"".join(format_lines([""] * len(values), values))
+    return [line[1:] for line in text.splitlines()]  # each line starts with the separator after its word
 
 
-def _format_block(x: np.ndarray) -> list[bytes]:
+def _format_block(words: list[bytes], x: np.ndarray) -> bytes:
     if not np.isfinite(x).all():  # nan and inf: the general formatter
         buffer = io.BytesIO()
         np.savetxt(buffer, x, fmt="%.9g", delimiter=" ")
-        return buffer.getvalue().splitlines()
+        return b"".join(w + b" " + row + b"\n" for w, row in zip(words, buffer.getvalue().splitlines()))
     n, d = x.shape
     a = np.abs(x.astype(np.float64))
     zero = a == 0
     a[zero] = 1.0
     exponent = np.floor(np.log10(a)).astype(np.int64)
-    mantissa = np.rint(a * 10.0 ** (_DIGITS - 1 - exponent)).astype(np.int64)
+    mantissa = np.rint(a * _POW10[64 + _DIGITS - 1 - exponent]).astype(np.int64)
     # log10 may land one off next to a power of ten, and rounding may carry to 10^9: fix both
     for low, step in ((mantissa < 10 ** (_DIGITS - 1), -1), (mantissa >= 10**_DIGITS, 1)):
         exponent[low] += step
-        mantissa[low] = np.rint(a[low] * 10.0 ** (_DIGITS - 1 - exponent[low])).astype(np.int64)
+        mantissa[low] = np.rint(a[low] * _POW10[64 + _DIGITS - 1 - exponent[low]]).astype(np.int64)
     mantissa[zero] = 0
     exponent[zero] = 0
 
-    mantissa = mantissa.astype(np.int32)  # < 10^9 < 2^31
-    slots = np.zeros((n, d, _WIDTH), dtype=np.uint8)  # 0 = unused, dropped at the end
-    slots[..., 0] = np.signbit(x) * np.uint8(ord("-"))
-    seen = np.zeros((n, d), dtype=bool)  # a non-zero digit at or after this one: it is not a trailing zero
-    for k in range(_DIGITS - 1, 0, -1):  # least significant first
-        quotient = mantissa // 10
-        digit = (mantissa - quotient * 10).astype(np.uint8)
-        mantissa = quotient
-        seen |= digit != 0
-        slots[..., 2 + k] = (digit + _ZERO) * seen
-    slots[..., 1] = mantissa.astype(np.uint8) + _ZERO
-    slots[..., 2] = seen * np.uint8(ord("."))
+    # One row of bytes per word: the word (NUL-padded to an even width), the values' slots, "\n" + NUL.
+    width = -(-max(len(w) for w in words) // 2) * 2
+    line = np.zeros((n, width // 2 + d * _PAIRS + 1), dtype=_U16)
+    line[:, : width // 2] = np.frombuffer(b"".join(w.ljust(width, b"\0") for w in words), _U16).reshape(n, -1)
+    line[:, -1] = ord("\n")  # "\n" then NUL
+    slots = line[:, width // 2 : -1].reshape(n, d, _PAIRS)
+    # divisions by a constant and np.take, not divmod and fancy indexing: 3x faster
+    mantissa = mantissa.astype(np.int32)
+    lead = mantissa // 10 ** (_DIGITS - 1)  # the first digit, then 8 more in 4 pairs
+    rest = mantissa - lead * 10 ** (_DIGITS - 1)
+    seen = np.zeros((n, d), dtype=bool)  # a non-zero digit after this pair: its zeros are not trailing
+    for k in range(4, 0, -1):  # least significant pair first, into slots 2k+2 and 2k+3
+        quotient = rest // 100
+        pair = rest - quotient * 100
+        slots[..., k + 1] = np.take(_PAIR_TABLE, pair + seen * 100)
+        seen |= pair != 0
+        rest = quotient
+    slots[..., 0] = _pair(ord(" "), 0) + np.signbit(x) * np.uint16(ord("-") << 8)
+    slots[..., 1] = (lead + ord("0")).astype(np.uint16) + seen * np.uint16(ord(".") << 8)
     has_exponent = exponent != 0
-    slots[..., 11] = has_exponent * np.uint8(ord("e"))
-    slots[..., 12] = (exponent < 0) * np.uint8(ord("-"))
-    e = np.abs(exponent).astype(np.uint8)
-    slots[..., 13] = (e >= 10) * (e // 10 + _ZERO)
-    slots[..., 14] = has_exponent * (e % 10 + _ZERO)
-    slots[..., 15] = ord(" ")
-    slots[:, -1, 15] = ord("\n")
-    return slots.tobytes().translate(None, b"\0").splitlines()
+    slots[..., 6] = has_exponent * np.uint16(ord("e")) + (exponent < 0) * np.uint16(ord("-") << 8)
+    slots[..., 7] = has_exponent * np.take(_EXPONENT_TABLE, np.abs(exponent))
+    return line.tobytes().translate(None, b"\0")

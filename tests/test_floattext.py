@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 
-from distill.floattext import format_rows
+from distill.floattext import format_lines, format_rows
 
 
 def _parse(rows: list[bytes]) -> np.ndarray:
@@ -45,3 +45,12 @@ def test_many_rows_in_blocks_match_numpy_parse(rng):
     rows = format_rows(values)
     assert len(rows) == 2500
     np.testing.assert_array_equal(np.loadtxt(io.BytesIO(b"\n".join(rows)), dtype=np.float32), values)
+
+
+def test_lines_carry_each_word_whatever_its_length(rng):
+    words = ["a", "bb", "ccc", "naïve", "日本語", "x" * 41, "e"]
+    values = rng.standard_normal((len(words), 5)).astype(np.float32)
+    text = b"".join(format_lines(words, values))
+    assert text.count(b"\n") == len(words)
+    assert text.splitlines() == [w.encode() + b" " + row for w, row in zip(words, format_rows(values))]
+    assert text.decode().splitlines()[4].split(" ")[0] == "日本語"
