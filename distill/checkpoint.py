@@ -31,7 +31,7 @@ WORK_DIR = ".distill-work"
 LOCK_FILE = ".distill.lock"
 #: Options that change how a run is watched, saved or spread, not its result: a run killed on the local
 #: engine can go on with Ray and the other way round (both encode the same chunks the same way).
-_NOT_FINGERPRINTED = ("progress", "checkpoint_every", "resume", "out", "engine", "workers")
+_NOT_FINGERPRINTED = ("progress", "checkpoint_every", "resume", "out", "engine", "workers", "store")
 
 
 def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:

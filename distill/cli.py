@@ -89,8 +89,16 @@ def run(
     store_dtype: Annotated[
         str,
         typer.Option(
-            help="Occurrence store (files in OUT/.distill-work): float32, float16 (half the memory "
+            help="Numbers in the occurrence store: float32, float16 (half the memory "
             "and disk), or auto (float16 when float32 would take over half the available memory)."
+        ),
+    ] = "auto",
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Where occurrence vectors wait for the reduction: memory (saved to OUT/.distill-work at each "
+            "checkpoint), disk (files in OUT/.distill-work, written as they come, read through the page "
+            "cache), or auto (memory when the store takes at most a third of the available memory)."
         ),
     ] = "auto",
     chunk_size: Annotated[
@@ -98,8 +106,12 @@ def run(
         typer.Option(help="Sentences tokenized and length-sorted together; the unit of a checkpoint."),
     ] = 4096,
     checkpoint_every: Annotated[
-        float, typer.Option(help="Seconds between checkpoints of the encoding pass (0: after every chunk).")
-    ] = 60.0,
+        float,
+        typer.Option(
+            help="Seconds between checkpoints of the encoding pass (0: after every chunk). A killed run goes on "
+            "from its last checkpoint; a run shorter than this writes none."
+        ),
+    ] = 300.0,
     resume: Annotated[
         bool,
         typer.Option(
@@ -193,6 +205,7 @@ def run(
             encoding_errors=encoding_errors,
             sampling=sampling,
             store_dtype=store_dtype,
+            store=store,
             chunk_size=chunk_size,
             checkpoint_every=checkpoint_every,
             resume=resume,

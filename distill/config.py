@@ -210,8 +210,9 @@ class RunConfig:
     encoding_errors: EncodingErrors = EncodingErrors.STRICT
     # scale
     store_dtype: str = "auto"  # occurrence store: float32, float16, or auto (float16 when float32 would not fit)
+    store: str = "auto"  # occurrence store: memory (saved at checkpoints), disk, or auto (memory when it fits)
     chunk_size: int = 4096  # sentences tokenized, length-sorted and checkpointed together
-    checkpoint_every: float = 60.0  # seconds between checkpoints of the encoding pass
+    checkpoint_every: float = 300.0  # seconds between checkpoints of the encoding pass
     resume: bool = True  # go on from the checkpoint a killed run with the same options left
     engine: str = "local"  # local, or ray: encode on Ray Data workers
     workers: int | None = None  # ray: encoder actors (default: GPUs, else CPUs // 2)
@@ -260,6 +261,8 @@ def check_config(config: RunConfig) -> None:
     _positive("workers", config.workers, allow_none=True)
     if config.sampling not in {"uniform", "greedy"}:
         raise ConfigError(f"unknown sampling {config.sampling!r}; use uniform or greedy")
+    if config.store not in {"auto", "memory", "disk"}:
+        raise ConfigError(f"unknown store {config.store!r}; use auto, memory or disk")
     if config.store_dtype not in {"auto", "float32", "float16"}:
         raise ConfigError(f"unknown store dtype {config.store_dtype!r}; use auto, float32 or float16")
     if config.engine not in {"local", "ray"}:

@@ -22,7 +22,7 @@ from distill.config import RunConfig
 from distill.corpus import Vocabulary
 from distill.encoder import EncodeStats, LoadedModel, encode_occurrences
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
-from distill.store import OccurrenceStore, store_dtype
+from distill.store import OccurrenceStore, store_dtype, store_in_memory
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +71,16 @@ def encode_pass(
 ) -> EncodePass:
     """Fill the store for ``plan`` from ``lines``, going on from ``work``'s checkpoint when ``resume``."""
     dtype = store_dtype(config.store_dtype, plan.n_rows, model.hidden_size, len(layers))
+    in_memory = store_in_memory(config.store, plan.n_rows, model.hidden_size, len(layers), dtype)
     checkpoint = work.load_checkpoint() if resume else None
     store = OccurrenceStore(
-        work.path / "occurrences", layers, plan.n_rows, model.hidden_size, dtype, reopen=checkpoint is not None
+        work.path / "occurrences",
+        layers,
+        plan.n_rows,
+        model.hidden_size,
+        dtype,
+        reopen=checkpoint is not None,
+        in_memory=in_memory,
     )
     stats, skip = EncodeStats(), 0
     if checkpoint is not None:
@@ -86,12 +93,15 @@ def encode_pass(
             return EncodePass(store, stats, meta["sampling"], skip)
         logger.info("resuming from a checkpoint: %d chunks, %d occurrences done", skip, stats.occurrences)
 
-    last = time.monotonic()
+    last, saved = time.monotonic(), checkpoint is not None
 
     def save(chunks_done: int, stats: EncodeStats, done: bool = False, sampling: dict[str, Any] | None = None) -> None:
-        nonlocal last
-        if not done and time.monotonic() - last < config.checkpoint_every:
+        """A checkpoint every ``checkpoint_every`` seconds; at the end too once there has been one (a run
+        shorter than that writes no checkpoint: an in-memory store then never touches the disk)."""
+        nonlocal last, saved
+        if time.monotonic() - last < config.checkpoint_every and not (done and saved):
             return
+        saved = True
         store.flush()
         meta = {"chunks_done": chunks_done, "encode": dataclasses.asdict(stats), "done": done, "sampling": sampling}
         work.save_checkpoint({**store.state(), **_observer_state(observers)}, meta)

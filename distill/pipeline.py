@@ -298,6 +298,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 "per_word_mean": float(filled[keep].mean()),
                 "sampling": encoded.sampling,
                 "store_dtype": store.dtype.name,
+                "store": "memory" if store.in_memory else "disk",
             },
             "encoding": {
                 "sentences": encode.sentences,

@@ -1,4 +1,4 @@
-"""Occurrence store: one matrix per layer, in files under the run's work folder (or in RAM).
+"""Occurrence store: one matrix per layer, in memory, in files under the run's work folder, or both.
 
 Logical row ``offsets[w] + k`` is the k-th sampled occurrence of word ``w``; each word has at most
 ``cap`` rows, so the store's size is fixed by the vocabulary and the cap, not by the corpus. Vectors
@@ -6,18 +6,26 @@ are appended in the order they are encoded (sequential writes are 20x faster tha
 into fresh memory) and ``position[row]`` says where each landed; rows never filled (an occurrence
 the tokenizer could not align) point at a final zero row and are not counted in ``filled``.
 
-With a folder the matrices are ``layer{L}.npy`` files, one per layer, appended with ``pwrite``
-(writing through a memory map faults in every page and was 9x slower) and read back through
-read-only memory maps: the page cache keeps what fits in memory, and a checkpoint (:meth:`state`,
-after :meth:`flush`) lets a killed run go on where it stopped. A full disk raises an error that
-says so. Vectors are float32, or float16 (half the disk and memory) when asked or, with ``auto``,
-when a float32 store would take more than half of the available memory.
+With a folder the matrices have ``layer{L}.npy`` files, one per layer, and a checkpoint
+(:meth:`state`, after :meth:`flush`) lets a killed run go on where it stopped. Two ways to use them:
+
+- ``in_memory`` (when the store fits in memory): the matrices live in RAM, on transparent huge pages,
+  and :meth:`flush` appends the rows written since the last flush to the files. A run that ends
+  before its first checkpoint writes nothing to disk: on this project's VM, writing the 2.7 GB of an
+  STS run with every layer cost 4-6 s of kernel CPU taken from the forward pass.
+- otherwise every write is appended to the files with ``pwrite`` (writing through a memory map
+  faults in every page and was 9x slower); they are read back through read-only memory maps and
+  the page cache keeps what fits in memory.
+
+A full disk raises an error that says so. Vectors are float32, or float16 (half the disk and memory)
+when asked or, with ``auto``, when a float32 store would take more than half of the available memory.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import mmap
 import os
 import weakref
 from pathlib import Path
@@ -48,6 +56,25 @@ def store_dtype(choice: str, n_rows: int, dim: int, n_layers: int) -> np.dtype:
     return np.dtype(choice)
 
 
+def store_in_memory(choice: str, n_rows: int, dim: int, n_layers: int, dtype: np.dtype) -> bool:
+    """Whether the store lives in RAM (``memory``), in files (``disk``), or, with ``auto``, in RAM when it
+    takes at most a third of the available memory."""
+    if choice == "auto":
+        return (n_rows + 1) * dim * np.dtype(dtype).itemsize * n_layers <= available_memory() // 3
+    return choice == "memory"
+
+
+def zeros(shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+    """A zeroed array on transparent huge pages where the kernel offers them: first writes to 4 KiB
+    pages of fresh memory cost up to 4x the copy itself (2.7 GB: 1.2 s on huge pages, 1.8-6 s without)."""
+    nbytes = shape[0] * shape[1] * np.dtype(dtype).itemsize
+    if nbytes < 2**21 or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return np.zeros(shape, dtype=dtype)
+    buffer = mmap.mmap(-1, nbytes)  # anonymous memory reads as zeros
+    buffer.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+
+
 def _close_all(fds: list[int]) -> None:
     while fds:
         os.close(fds.pop())
@@ -64,24 +91,27 @@ class OccurrenceStore:
         dim: int,
         dtype: np.dtype | str = np.float32,
         reopen: bool = False,
+        in_memory: bool = False,
     ) -> None:
-        """A store in RAM (``directory`` None) or in ``directory``; ``reopen`` opens the files of a checkpoint."""
+        """A store in RAM (``directory`` None), in ``directory``, or in RAM saved to ``directory`` at each
+        :meth:`flush` (``in_memory``); ``reopen`` opens the files of a checkpoint."""
         self.directory = Path(directory) if directory is not None else None
         self.layers = layers
         self.dim = dim
         self.dtype = np.dtype(dtype)
+        self.in_memory = in_memory or self.directory is None
         shape = (n_rows + 1, dim)  # + the zero row that unfilled rows point at
         size = shape[0] * dim * self.dtype.itemsize * len(layers)
-        where = "in memory" if self.directory is None else f"in {self.directory}"
+        where = "in memory" if self.in_memory else "in files"
+        where += "" if self.directory is None else f", saved in {self.directory} at each checkpoint"
         logger.info("occurrence store: %.2f GB of %s %s", size / 1e9, self.dtype.name, where)
         self._files: dict[int, tuple[int, int]] = {}  # layer -> (file descriptor, data offset)
+        self._saved = 0  # rows already in the files (in memory with a folder)
         fds: list[int] = []
         self._close = weakref.finalize(self, _close_all, fds)  # the files close when the store is collected
-        if self.directory is None:
-            self.matrices = {layer: np.zeros(shape, dtype=self.dtype) for layer in layers}
-        else:
+        self.matrices: dict[int, np.ndarray] = {}
+        if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self.matrices = {}
             for layer in layers:
                 path = self.directory / f"layer{layer}.npy"
                 if not reopen:  # header and size; the data stays a hole, read as zeros, until written
@@ -96,8 +126,10 @@ class OccurrenceStore:
                         "run again with --restart"
                     )
                 self.matrices[layer] = matrix
-                fds.append(os.open(path, os.O_WRONLY))
+                fds.append(os.open(path, os.O_RDWR))
                 self._files[layer] = (fds[-1], matrix.offset)
+        if self.in_memory:
+            self.matrices = {layer: zeros(shape, self.dtype) for layer in layers}
         self.position = np.full(n_rows, n_rows, dtype=np.int64)
         self.filled = np.zeros(n_rows, dtype=bool)
         self.count = 0
@@ -108,7 +140,7 @@ class OccurrenceStore:
             raise ValueError("an occurrence row was written twice")
         end = self.count + len(rows)
         for i, layer in enumerate(self.layers):
-            if layer in self._files:
+            if not self.in_memory:
                 fd, offset = self._files[layer]
                 data = memoryview(np.ascontiguousarray(vectors[i], dtype=self.dtype)).cast("B")
                 self._pwrite(fd, data, offset + self.count * self.dim * self.dtype.itemsize)
@@ -159,8 +191,13 @@ class OccurrenceStore:
 
     def flush(self) -> None:
         """Make the written rows durable (before a checkpoint records :meth:`state`)."""
-        for fd, _ in self._files.values():
+        row_bytes = self.dim * self.dtype.itemsize
+        for layer, (fd, offset) in self._files.items():
+            if self.in_memory and self.count > self._saved:  # append the rows written since the last flush
+                rows = self.matrices[layer][self._saved : self.count]
+                self._pwrite(fd, memoryview(rows).cast("B"), offset + self._saved * row_bytes)
             os.fsync(fd)
+        self._saved = self.count
 
     def close(self) -> None:
         """Close the files (the read-only maps stay usable); done anyway when the store is collected."""
@@ -172,6 +209,18 @@ class OccurrenceStore:
         return {"position": self.position, "filled": self.filled, "count": np.array(self.count)}
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
+        """Go on from a checkpoint's :meth:`state` (in memory: its rows are read back from the files)."""
         self.position = np.array(state["position"])
         self.filled = np.array(state["filled"])
-        self.count = int(state["count"])
+        self.count = self._saved = int(state["count"])
+        if not self.in_memory:
+            return
+        for layer, (fd, offset) in self._files.items():
+            view = memoryview(self.matrices[layer][: self.count]).cast("B")
+            at = offset
+            while view:
+                n = os.preadv(fd, [view[: 2**30]], at)
+                if not n:
+                    raise OutputError(f"the store file of layer {layer} is shorter than its checkpoint says; "
+                                      "run again with --restart")  # fmt: skip
+                view, at = view[n:], at + n

@@ -17,7 +17,7 @@ from distill.checkpoint import WORK_DIR, WorkDir
 from distill.config import ConfigError, OutputError
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
-from distill.store import OccurrenceStore
+from distill.store import OccurrenceStore, store_in_memory
 
 from .conftest import TINY_CORPUS
 
@@ -126,6 +126,31 @@ def test_store_layer_reads_back_what_was_written_and_refuses_a_short_file(tmp_pa
     np.testing.assert_array_equal(ram.layer(0)[ram.position[1]], x[0, 0])
 
 
+def test_in_memory_store_reaches_its_files_only_at_a_flush(tmp_path, rng):
+    store = OccurrenceStore(tmp_path, (0, 3), 6, 3, in_memory=True)
+    x = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    store.write(np.array([4, 1]), x)
+    assert not np.load(tmp_path / "layer3.npy").any()  # nothing on disk before a checkpoint
+    store.flush()
+    saved = {k: np.copy(v) for k, v in store.state().items()}
+    store.write(np.array([0]), rng.standard_normal((2, 1, 3)).astype(np.float32))  # after the flush: not saved
+    np.testing.assert_array_equal(np.load(tmp_path / "layer3.npy")[:3], [x[1, 0], x[1, 1], np.zeros(3)])
+
+    again = OccurrenceStore(tmp_path, (0, 3), 6, 3, reopen=True, in_memory=True)
+    again.load_state(saved)
+    assert again.count == 2 and not isinstance(again.layer(0), np.memmap)
+    for i, layer in enumerate((0, 3)):
+        np.testing.assert_array_equal(again.layer(layer)[again.position[[4, 1]]], x[i])
+        assert not again.layer(layer)[2:].any()
+
+
+def test_store_location_choice():
+    assert store_in_memory("memory", 10**12, 768, 13, np.dtype("float32"))
+    assert not store_in_memory("disk", 10, 768, 13, np.dtype("float32"))
+    assert store_in_memory("auto", 1000, 768, 13, np.dtype("float32"))
+    assert not store_in_memory("auto", 10**12, 768, 13, np.dtype("float16"))
+
+
 def _corpus(tmp_path, n_lines=6000):
     """A corpus many chunks long: the tiny corpus's lines, seeded shuffle, repeated."""
     lines = TINY_CORPUS.read_text().splitlines()
@@ -180,17 +205,22 @@ def uninterrupted(tiny_bert_dir, tmp_path_factory):
     return corpus, tmp / "out"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(tiny_bert_dir, uninterrupted, tmp_path, sig):
+@pytest.mark.parametrize(
+    ("sig", "store"), [(signal.SIGKILL, "memory"), (signal.SIGKILL, "disk"), (signal.SIGINT, "auto")]
+)
+def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(
+    tiny_bert_dir, uninterrupted, tmp_path, sig, store
+):
     corpus, whole = uninterrupted
     out = tmp_path / "killed"
-    code, stderr = _kill_after_checkpoints(_cli(tiny_bert_dir, corpus, out), out / WORK_DIR, sig)
+    cmd = _cli(tiny_bert_dir, corpus, out, "--store", store)
+    code, stderr = _kill_after_checkpoints(cmd, out / WORK_DIR, sig)
     assert code == (-9 if sig == signal.SIGKILL else 130), stderr
     if sig == signal.SIGINT:
         assert "the same command goes on from the last checkpoint" in stderr
     assert (out / WORK_DIR / "checkpoint.npz").is_file() and not (out / "manifest.json").exists()
 
-    again = subprocess.run(_cli(tiny_bert_dir, corpus, out), capture_output=True, timeout=300)
+    again = subprocess.run(cmd, capture_output=True, timeout=300)
     assert again.returncode == 0, again.stderr.decode()
     assert "resuming from a checkpoint" in again.stderr.decode()
     manifest = json.loads((out / "manifest.json").read_text())
