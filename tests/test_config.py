@@ -37,6 +37,7 @@ def test_poolings():
         ({"min_count": 0}, "min_count must be a positive integer"),
         ({"device": "tpu"}, "unknown device 'tpu'"),
         ({"dtype": "float16", "device": "cpu"}, "float16 is for GPUs"),
+        ({"store": "ssd"}, "unknown store 'ssd'; use auto, memory or disk"),
         ({"corpus": ("/nonexistent.txt",)}, "corpus file /nonexistent.txt does not exist"),
         ({"layers": "a-b"}, "cannot read layer spec"),
         ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
