@@ -79,10 +79,11 @@ def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarr
     first = np.full(n_sentences, -1, dtype=np.int64)
     present, first_window = np.unique(window_sentence, return_index=True)
     first[present] = first_window
-    chosen = np.where(per_sentence[sentence] == 1, first[sentence], -1)  # the common case: one window
-    for k in np.flatnonzero(per_sentence[sentence] > 1).tolist():  # long sentences: the best-centred window
+    candidates = per_sentence[sentence]  # windows of each occurrence's sentence
+    chosen = np.where(candidates == 1, first[sentence], -1)  # the common case: one window
+    for k in np.flatnonzero(candidates > 1).tolist():  # long sentences: the best-centred window
         cs, ce, best = int(starts[k]), int(ends[k]), -1
-        for i in range(first[sentence[k]], first[sentence[k]] + per_sentence[sentence[k]]):
+        for i in range(first[sentence[k]], first[sentence[k]] + candidates[k]):
             lo, hi = windows[i].span
             if lo <= cs and ce <= hi:
                 margin = min(cs - lo, hi - ce)

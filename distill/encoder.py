@@ -59,8 +59,7 @@ class _Prepared:
 
     window: Window
     rows: np.ndarray  # (k,) store rows
-    occ: np.ndarray  # (p,) occurrence index 0..k-1 of each (occurrence, piece) pair, ascending
-    tok: np.ndarray  # (p,) token position of each pair
+    tok: np.ndarray  # (p,) token position of each (occurrence, piece) pair, each occurrence's pieces together
     pieces: np.ndarray  # (k,) number of pieces of each occurrence
 
 
@@ -97,8 +96,8 @@ def prepare_chunk(model: LoadedModel, jobs: list[SentenceJob], stride: int, stat
             idx, mask, n_pieces = idx[ok], mask[ok], n_pieces[ok]
             if not len(idx):
                 continue
-        occ, tok = mask.nonzero()  # row-major: each occurrence's pieces together
-        prepared.append(_Prepared(window, rows[idx], occ, tok, n_pieces))
+        _, tok = mask.nonzero()  # row-major: each occurrence's pieces together
+        prepared.append(_Prepared(window, rows[idx], tok, n_pieces))
     return prepared
 
 
