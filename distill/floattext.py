@@ -3,8 +3,8 @@
 Each value is written with 9 significant digits (enough to read back the same float32) in compact
 scientific notation without trailing zeros (``-1.2345678e-2``, ``3e-1``, ``0``). Each value fills 16
 byte slots (separator, sign, digit, point, 8 digits, ``e``, exponent sign, 2 exponent digits), written
-two at a time from tables of digit pairs; unused slots hold 0 and are dropped at the end. A word2vec
-text file written this way is 8x faster than ``np.savetxt(fmt="%.9g")``.
+two at a time from tables of digit pairs; unused slots hold 0 and are dropped at the end. The lines of a
+word2vec text file come 4x faster than with ``np.savetxt(fmt="%.9g")`` (8,291 x 384 values: 0.16 s, 0.64 s).
 """
 
 from __future__ import annotations
