@@ -14,7 +14,8 @@ import tempfile
 
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import evaluate_analogy, evaluate_similarity
-from distill.formats import Format, export_run, read_npy
+from distill.serve.export import export_run
+from distill.serve.formats import Format, read_npy
 
 SETTINGS = [
     {},

@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import resolve_model
+from distill.paths import resolve_model
 
 
 def main() -> None:

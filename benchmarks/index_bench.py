@@ -17,7 +17,8 @@ import time
 import faiss
 import numpy as np
 
-from distill.export import INDEX_KINDS, build_faiss_index, l2_normalize
+from distill.vectors.faiss_index import IndexKind, build_faiss_index
+from distill.vectors.keyed import l2_normalize
 
 
 def synthetic(n: int, d: int = 384, clusters: int = 2000, seed: int = 0) -> np.ndarray:
@@ -31,7 +32,7 @@ def measure(name: str, vectors: np.ndarray, n_queries: int = 1000, k: int = 10) 
     unit = l2_normalize(vectors)
     queries = unit[np.random.default_rng(1).choice(len(unit), n_queries, replace=False)]
     rows, exact = [], None
-    for kind in INDEX_KINDS:
+    for kind in IndexKind:
         t0 = time.perf_counter()
         index = build_faiss_index(vectors, kind)
         build = time.perf_counter() - t0
@@ -59,7 +60,7 @@ def main() -> None:
     print("| vectors | words | index | recall@10 | queries/s | index MB | build s |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for path in args.vectors:
-        from distill.evaluation.vectors import read_vectors
+        from distill.vectors.reader import read_vectors
 
         measure(path.split("/")[-2] + "/" + path.split("/")[-1], read_vectors(path).vectors)
     for n in (int(s) for s in args.sizes.split(",")):

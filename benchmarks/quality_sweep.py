@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distill.derive import Recipe, derived_vectors
+from distill.derive.recipe import Recipe, derived_vectors
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import (
     evaluate_analogy,
@@ -28,7 +28,8 @@ from distill.evaluation.metrics import (
     evaluate_relational,
     evaluate_similarity,
 )
-from distill.export import load, to_keyed_vectors
+from distill.rundir import load
+from distill.vectors.keyed import to_keyed_vectors
 
 DEV = ("simlex999", "men", "ws353", "rw")
 HELD_OUT = ("google", "msr", "semeval2012", "ap", "bless")
@@ -50,9 +51,9 @@ def settings(n_layers: int) -> list[tuple[str, tuple[int, ...], str, str]]:
 def vectors(cache: dict, run: Path, layers: tuple[int, ...], pooling: str, post: str) -> tuple[list[str], np.ndarray]:
     """The setting's vectors through distill.derive, each layer file read once per run."""
 
-    def cached(run_dir: Path, layer: int, pooling: str) -> object:
+    def cached(layer: int, pooling: str) -> object:
         if (layer, pooling) not in cache:
-            cache[(layer, pooling)] = load(run_dir, layer=layer, pooling=pooling)
+            cache[(layer, pooling)] = load(run, layer=layer, pooling=pooling)
         return cache[(layer, pooling)]
 
     recipe = Recipe(
@@ -61,7 +62,7 @@ def vectors(cache: dict, run: Path, layers: tuple[int, ...], pooling: str, post:
         remove_top=0 if post == "center" else int(post[3:]) if post.startswith("top") else None,
         whiten=post == "whiten",
     )
-    words, x, _ = derived_vectors(run, recipe, max(layers), cached)
+    words, x, _ = derived_vectors(recipe, max(layers), cached)
     return words, x
 
 

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import default_corpus
-from distill.export import load
+from distill.paths import default_corpus
+from distill.rundir import load
 
 RUNNER = """
 import json, sys, time

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import data_dir
 from distill.corpus import WORD_RE, iter_lines
+from distill.paths import data_dir
 
 RUNNER = """
 import json, resource, sys, time
@@ -110,7 +110,7 @@ def main() -> None:
     if len(largest) > 1:
         from distill.evaluation.datasets import load_similarity
         from distill.evaluation.metrics import evaluate_similarity
-        from distill.export import load
+        from distill.rundir import load
 
         layer = int(args.layers.split(",")[0].split("-")[0]) if args.layers != "all" else 1
         print(f"\nlayer {layer} first PC at {largest[0]['words']:,} words, Spearman (pairs scored):")

@@ -33,7 +33,7 @@ def main() -> None:
 
     before = rss_mb()
     t0 = time.perf_counter()
-    from distill.search import Searcher  # the import is part of what a service pays at start
+    from distill.serve.search import Searcher  # the import is part of what a service pays at start
 
     searcher = Searcher.open(args.run_dir, layer=args.layer, pooling=args.pooling, kind=args.index)
     load = time.perf_counter() - t0

@@ -23,10 +23,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import RunConfig, default_corpus, parse_layers, resolve_model
+from distill.config import RunConfig, parse_layers
 from distill.corpus import build_vocabulary, count_words, iter_lines
-from distill.encoder import ChunkDone, EncodeStats, forward_hidden, iter_batches, load_model, load_model_config
+from distill.encoders import load_encoder, load_encoder_config
+from distill.encoding.batches import ChunkDone, EncodeStats, iter_batches
 from distill.occurrences import iter_jobs, plan_sample
+from distill.paths import default_corpus, resolve_model
 from distill.pipeline import run_pipeline
 
 
@@ -45,10 +47,10 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     tokens, seconds = 0, 0.0
     with torch.inference_mode():
         for batch in batches[-3:]:  # warm-up: first calls of the kernels are slow
-            forward_hidden(model, batch)
+            model.forward(batch)
         for batch in batches:
             t0 = time.perf_counter()
-            hidden, _ = forward_hidden(model, batch)
+            hidden, _ = model.forward(batch)
             hidden[-1].sum().item()  # wait for the device
             seconds += time.perf_counter() - t0
             tokens += sum(len(w.ids) for w in batch)
@@ -74,9 +76,9 @@ def main() -> None:
     config = RunConfig(model=args.model, corpus=(corpus,), out=str(tmp / "out"), layers=args.layers,
                        device=args.device, progress=False)  # fmt: skip
     source = resolve_model(args.model)
-    model_config = load_model_config(args.model, source)
+    model_config = load_encoder_config(args.model, source)
     layers = parse_layers(args.layers, int(model_config.num_hidden_layers))
-    model = load_model(args.model, source, layers, device=args.device, config=model_config)
+    model = load_encoder(args.model, source, layers, device=args.device, config=model_config)
     print(f"model {source} on {model.device}, layers {args.layers} ({model.layers_run} of {model.n_layers} run), "
           f"threads {torch.get_num_threads()}")  # fmt: skip
 

@@ -2,8 +2,9 @@
 
 from typing import Any
 
-from distill.config import ConfigError, DistillError, OutputError, Pooling, RunConfig
-from distill.export import load
+from distill.config import Pooling, RunConfig
+from distill.errors import ConfigError, DistillError, OutputError
+from distill.rundir import load
 
 __version__ = "0.1.0"
 

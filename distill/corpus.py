@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from distill.config import ConfigError, EncodingErrors
+from distill.config import EncodingErrors
+from distill.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

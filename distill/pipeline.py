@@ -1,59 +1,59 @@
-"""The whole chain: corpus -> vocabulary -> sampled occurrences -> encoder -> reduction -> files."""
+"""The whole chain, step by step: check the options and the model's config -> load the encoder -> count the
+corpus and build the vocabulary -> sample occurrences -> encode them (checkpointed) -> reduce each word's
+occurrences to one vector per layer and pooling -> write the sets asked for (and the recommended one) ->
+measure contextuality (``--analyze``) -> write the manifest, last.
+
+Only this module and :mod:`distill.cli` know the whole chain.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import platform
-import re
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from distill.analysis import IntraSentence, analyze_layers
-from distill.analysis_report import write_analysis
-from distill.checkpoint import WorkDir, fingerprint
-from distill.config import (
-    ConfigError,
-    Pooling,
-    RunConfig,
-    best_layers,
-    default_corpus,
-    default_gguf,
-    parse_layers,
-    resolve_model,
-)
-from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list
-from distill.derive import Recipe, derive
-from distill.encode_pass import encode_pass
-from distill.encoder import load_model, load_model_config
-from distill.export import (
-    check_writable,
-    load,
-    read_manifest,
-    to_keyed_vectors,
-    write_faiss,
-    write_json,
-    write_vocab,
-    write_word2vec,
-)
-from distill.occurrences import plan_sample
-from distill.pieces import PieceSums
+import numpy as np
+
+from distill.analysis.measures import IntraSentence, analyze_layers
+from distill.analysis.report import write_analysis
+from distill.config import Pooling, RunConfig, best_layers, parse_layers
+from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
+from distill.derive import Recipe, derived_vectors
+from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
+from distill.encoding.checkpoint import WorkDir, fingerprint
+from distill.encoding.driver import EncodePass, encode_pass
+from distill.errors import ConfigError
+from distill.files import check_writable, write_json
+from distill.occurrences import SamplePlan, plan_sample
+from distill.paths import default_corpus, default_gguf, default_out, resolve_model
+from distill.progress import track
 from distill.reduction import reduce_words
+from distill.rundir import MANIFEST, VOCAB, RunDir, load, set_name, write_vocab
+from distill.serve.pieces import PieceSums
+from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
 
 _PACKAGES = ("distill", "torch", "transformers", "tokenizers", "numpy", "gensim", "faiss-cpu", "scikit-learn")
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; the message says whether the same command goes on from a checkpoint."""
+
+
 @dataclass
 class RunResult:
-    """Vectors of a run, keyed ``"layer{L}.{pooling}"`` as the files are named."""
+    """Vectors of a run, keyed by set name (``"layer1.pc"``, ``"layers4-6.mean"``) as the files are named."""
 
     out: Path
     vectors: dict[str, Any]  # gensim KeyedVectors
@@ -65,24 +65,72 @@ class RunResult:
         if isinstance(key, str):
             return self.vectors[self.manifest["best"] if key == "best" else key]
         layer, pooling = key if isinstance(key, tuple) else (key, self.manifest["config"]["pooling"][0])
-        return self.vectors[stem(layer, Pooling(pooling))]
+        return self.vectors[set_name(layer, Pooling(pooling).value)]
 
 
-def stem(layer: int, pooling: Pooling) -> str:
-    return f"layer{layer}.{pooling.value}"
+class Timings(dict[str, float]):
+    """Seconds per step: ``with timings("encode"): ...``."""
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self[name] = time.perf_counter() - t0
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.").lower() or "run"
+@dataclass(frozen=True)
+class Plan:
+    """What the options resolve to, checked before anything is written or loaded."""
+
+    config: RunConfig
+    source: str  # hub id or local folder
+    out: Path
+    corpus: tuple[str, ...]
+    gguf_file: str | None
+    model_config: Any
+    layers: tuple[int, ...]  # layers encoded: those asked for and those the recommended set needs
+    sets: tuple[tuple[int, Pooling], ...]  # (layer, pooling) sets written
+    best: Recipe | None  # the recommended set, derived from the vectors in memory
+
+    @property
+    def reduced(self) -> tuple[tuple[int, Pooling], ...]:
+        """Every (layer, pooling) reduced: the sets written, then those only the recommended set needs."""
+        extra = [(layer, Pooling.MEAN) for layer in self._best_layers() if (layer, Pooling.MEAN) not in self.sets]
+        return self.sets + tuple(extra)
+
+    def _best_layers(self) -> tuple[int, ...]:
+        return best_layers(int(self.model_config.num_hidden_layers)) if self.best is not None else ()
 
 
-def default_out(model: str, corpus: tuple[str, ...]) -> Path:
-    """``outputs/<model>-<corpus>``, e.g. ``outputs/minilm-sts``."""
-    model_part = slug(Path(model.rstrip("/")).name)
-    first = corpus[0] if corpus else str(default_corpus())
-    corpus_part = "stdin" if first == "-" else slug(re.sub(r"(\.txt)?(\.gz)?$", "", Path(first).name))
-    corpus_part = re.sub(r"^sts_.*sentences$", "sts", corpus_part)
-    return Path("outputs") / f"{model_part}-{corpus_part}"
+@dataclass
+class Manifest:
+    """``manifest.json``: what was run, on what, with which options, what came out. Written last."""
+
+    distill_version: str
+    model: dict[str, Any]
+    layers: list[int]
+    pooling: list[str]
+    corpus: dict[str, Any]
+    vocabulary: dict[str, Any]
+    occurrences: dict[str, Any]
+    encoding: dict[str, Any]
+    files: list[str]
+    resumed_from_chunk: int | None
+    analysis: dict[str, Any] | None
+    timings_seconds: dict[str, float]
+    config: dict[str, Any]
+    versions: dict[str, str]
+    derived: dict[str, Any] = field(default_factory=dict)
+    best: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("derived", "best"):
+            if not data[key]:
+                del data[key]
+        return data
 
 
 def package_versions() -> dict[str, str]:
@@ -95,6 +143,29 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def plan_run(config: RunConfig) -> Plan:
+    """Resolve and check everything that can be checked without loading weights or reading the corpus."""
+    source = resolve_model(config.model)
+    corpus = config.corpus or (str(default_corpus()),)
+    if not config.corpus and not Path(corpus[0]).is_file():
+        raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
+    if config.pieces and is_elmo(source):
+        raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
+    gguf_file = config.gguf_file or default_gguf(config.model)
+    model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
+    n_layers = int(model_config.num_hidden_layers)
+    asked = parse_layers(config.layers, n_layers)
+    sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
+    best = None
+    layers = asked
+    if config.best:
+        top = best_layers(n_layers)
+        best = Recipe(layers=f"{top[0]}-{top[-1]}", pooling="mean", combine="mean")
+        layers = tuple(sorted(set(asked) | set(top)))
+    out = Path(config.out) if config.out else default_out(config.model, corpus)
+    return Plan(config, source, out, corpus, gguf_file, model_config, layers, sets, best)
+
+
 def _spool_stdin(directory: Path) -> str:
     """stdin is read twice (count, then encode): keep a copy for the run."""
     path = directory / "stdin.txt"
@@ -103,255 +174,245 @@ def _spool_stdin(directory: Path) -> str:
     return str(path)
 
 
+def _lines(plan: Plan, desc: str | None, stats: CorpusStats | None) -> Any:
+    lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats)
+    return lines if desc is None else track(lines, desc, "lines", disable=not plan.config.progress)
+
+
+def load_model(plan: Plan) -> Encoder:
+    config = plan.config
+    encoder = load_encoder(config.model, plan.source, plan.layers, device=config.device, dtype=config.dtype.value,
+                           max_length=config.max_length, revision=config.revision, gguf_file=plan.gguf_file,
+                           config=plan.model_config)  # fmt: skip
+    logger.info("model %s: %d layers, hidden %d, %s on %s", plan.source, encoder.n_layers, encoder.hidden_size,
+                str(encoder.dtype).removeprefix("torch."), encoder.device)  # fmt: skip
+    return encoder
+
+
+def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -> tuple[Vocabulary, CorpusStats]:
+    """The vocabulary, counted from the corpus (or read back from a checkpoint)."""
+    counted = work.load_vocabulary() if reused else None
+    if counted is not None:
+        logger.info("resuming: vocabulary of %d words from %s", len(counted[0]), work.path)
+        return counted
+    config, stats = plan.config, CorpusStats()
+    counts = count_words(_lines(plan, "counting", stats), lowercase, stats)
+    word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
+    vocab = build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab,
+                             alpha_only=config.alpha_only, word_list=word_list)  # fmt: skip
+    work.save_vocabulary(vocab, stats)
+    return vocab, stats
+
+
+@dataclass
+class Reduced:
+    """The words that have vectors and every set reduced from their occurrences."""
+
+    words: list[str]
+    counts: np.ndarray
+    keep: np.ndarray  # (n_vocab,) bool: words with at least one encoded occurrence
+    filled: np.ndarray  # (n_vocab,) occurrences encoded per word
+    vectors: dict[str, Any] = field(default_factory=dict)  # set name -> KeyedVectors
+    files: list[str] = field(default_factory=list)
+
+
+def reduce_and_write(
+    plan: Plan, encoder: Encoder, encoded: EncodePass, vocab: Vocabulary, sample: SamplePlan
+) -> Reduced:
+    """Reduce every set the plan needs; write those asked for while the next is reduced."""
+    store = encoded.store
+    filled = store.filled_per_word(sample.offsets)
+    keep = filled > 0
+    if not keep.any():
+        raise ConfigError("no occurrence of any vocabulary word could be aligned to the model's pieces")
+    result = Reduced([w for w, k in zip(vocab.words, keep) if k], vocab.counts[keep], keep, filled)
+    run, written = RunDir(plan.out), set(plan.sets)
+    writer = ThreadPoolExecutor(max_workers=1)  # set N is written while set N+1 is reduced
+    pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
+    result.files.append(VOCAB)
+    try:
+        for layer, pooling in plan.reduced:
+            name = set_name(layer, pooling.value)
+            matrix = reduce_words(store.layer(layer), sample.offsets, filled, pooling, position=store.position,
+                                  device=encoder.device, normalize=plan.config.normalize,
+                                  progress=plan.config.progress, desc=name)[keep]  # fmt: skip
+            kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
+            if (layer, pooling) in written:
+                pending += run.write_set(name, kv, writer.submit)
+                result.files += run.set_files(name)
+        for future in pending:
+            future.result()  # raises the first write error (disk full ...) here
+    finally:
+        writer.shutdown(cancel_futures=True)
+    return result
+
+
+def write_best(plan: Plan, reduced: Reduced) -> tuple[str, dict[str, Any]]:
+    """The recommended set, derived from the vectors in memory and written like any set."""
+    assert plan.best is not None
+    vectors = reduced.vectors
+    words, x, layers = derived_vectors(
+        plan.best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)]
+    )
+    name = plan.best.name(layers)
+    kv = vectors[name] = to_keyed_vectors(words, x, reduced.counts)
+    run = RunDir(plan.out)
+    run.write_set(name, kv)
+    reduced.files += run.set_files(name)
+    for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
+        del vectors[set_name(layer, pooling.value)]
+    return name, plan.best.to_json(layers)
+
+
+def analyze(
+    plan: Plan,
+    encoder: Encoder,
+    encoded: EncodePass,
+    vocab: Vocabulary,
+    sample: SamplePlan,
+    intra: IntraSentence | None,
+    stats: CorpusStats,
+    reduced: Reduced,
+    seconds: float,
+) -> dict[str, Any]:
+    """``--analyze``: contextuality measures from the occurrences in the store; writes their files."""
+    t0 = time.perf_counter()
+    store = encoded.store
+    analysis = analyze_layers(store.matrices, sample.offsets, reduced.filled, vocab.words, position=store.position,
+                              intra=intra, seed=plan.config.seed, device=encoder.device)  # fmt: skip
+    elapsed = time.perf_counter() - t0
+    analysis.update(
+        model=plan.config.model,
+        corpus=", ".join(Path(f["path"]).name for f in stats.files),
+        label=f"{Path(plan.config.model.rstrip('/')).name}",
+        seconds=elapsed,
+        distill_seconds=seconds,
+    )
+    reduced.files += [p.name for p in write_analysis(analysis, plan.out)]
+    return {k: analysis[k] for k in ("words_measured", "sentences_measured", "seconds")}
+
+
+def _model_record(plan: Plan, encoder: Encoder) -> dict[str, Any]:
+    return {
+        "name": plan.config.model,
+        "source": plan.source,
+        "revision": encoder.revision,
+        "gguf_file": plan.gguf_file,
+        "n_layers": encoder.n_layers,
+        "hidden_size": encoder.hidden_size,
+        "uncased": encoder.uncased,
+        "max_length": encoder.max_length,
+        "device": str(encoder.device),
+        "dtype": str(encoder.dtype).removeprefix("torch."),
+        "layers_run": encoder.layers_run,
+    }
+
+
+def build_manifest(plan: Plan, encoder: Encoder, vocab: Vocabulary, stats: CorpusStats, sample: SamplePlan,
+                   encoded: EncodePass, reduced: Reduced, lowercase: bool) -> Manifest:  # fmt: skip
+    """The manifest of a finished run (timings and analysis are filled in by the caller)."""
+    config, encode, store = plan.config, encoded.encode, encoded.store
+    dropped = dict(vocab.dropped)
+    if (~reduced.keep).any():
+        dropped["no alignable occurrence"] = int((~reduced.keep).sum())
+    versions = package_versions()
+    corpus_record = {"files": stats.files, "lines": stats.lines, "empty_lines": stats.empty_lines,
+                     "lines_with_replaced_bytes": stats.replaced_lines, "words": stats.words}  # fmt: skip
+    occurrences = {
+        "planned": sample.n_rows,
+        "encoded": encode.occurrences,
+        "not_aligned": encode.not_aligned,
+        "per_word_max": config.max_occurrences,
+        "per_word_mean": float(reduced.filled[reduced.keep].mean()),
+        "sampling": encoded.sampling,
+        "store_dtype": store.dtype.name,
+        "store": "memory" if store.in_memory else "disk",
+    }
+    encoding = {"sentences": encode.sentences, "windows": encode.windows, "long_sentences": encode.long_sentences,
+                "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9)}  # fmt: skip
+    options = config.to_json()
+    options["corpus"] = list(plan.corpus)
+    return Manifest(
+        distill_version=versions.get("distill", "dev"),
+        model=_model_record(plan, encoder),
+        layers=list(plan.layers),
+        pooling=[p.value for p in dict.fromkeys(p for _, p in plan.reduced)],
+        corpus=corpus_record,
+        vocabulary={"size": len(reduced.words), "lowercase": lowercase, "candidates": len(vocab), "dropped": dropped},
+        occurrences=occurrences,
+        encoding=encoding,
+        files=reduced.files,
+        resumed_from_chunk=encoded.resumed_chunks or None,
+        analysis=None,
+        timings_seconds={},
+        config=options,
+        versions=versions,
+    )
+
+
 def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    source = resolve_model(config.model)
-    out = check_writable(config.out or default_out(config.model, config.corpus))
-    corpus = config.corpus or (str(default_corpus()),)
-    if not config.corpus and not Path(corpus[0]).is_file():
-        raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
-    gguf_file = config.gguf_file or default_gguf(config.model)
-    model_config = load_model_config(config.model, source, config.revision, gguf_file)
-    layers = parse_layers(config.layers, int(model_config.num_hidden_layers))
-    if config.best:  # the recommended set needs the upper layers' mean vectors
-        layers = tuple(sorted(set(layers) | set(best_layers(int(model_config.num_hidden_layers)))))
-        if Pooling.MEAN not in config.pooling:
-            config = dataclasses.replace(config, pooling=(*config.pooling, Pooling.MEAN))
-
-    resumable = config.resume and "-" not in corpus  # stdin cannot be read again
+    started, timings = time.perf_counter(), Timings()
+    plan = plan_run(config)
+    out = check_writable(plan.out)
+    resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again
     work = WorkDir(out)
-    reused = work.open(fingerprint(config, corpus, package_versions().get("distill", "dev")) if resumable else None)
+    reused = work.open(
+        fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
+    )
     finished = False
     try:
-        if "-" in corpus:
-            corpus = tuple(_spool_stdin(work.path) if c == "-" else c for c in corpus)
-        t0 = time.perf_counter()
-        model = load_model(
-            config.model,
-            source,
-            layers,
-            device=config.device,
-            dtype=config.dtype,
-            max_length=config.max_length,
-            revision=config.revision,
-            gguf_file=gguf_file,
-            config=model_config,
-        )
-        timings["load_model"] = time.perf_counter() - t0
-        lowercase = model.uncased if config.lowercase is None else config.lowercase
-        logger.info(
-            "model %s: %d layers, hidden %d, %s on %s",
-            source,
-            model.n_layers,
-            model.hidden_size,
-            str(model.dtype).removeprefix("torch."),
-            model.device,
-        )
-
-        t0 = time.perf_counter()
-        counted = work.load_vocabulary() if reused else None
-        if counted is not None:
-            vocab, stats = counted
-            logger.info("resuming: vocabulary of %d words from %s", len(vocab), work.path)
-        else:
-            stats = CorpusStats()
-            counts = count_words(_lines(corpus, config, "counting", stats), lowercase, stats)
-            word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
-            vocab = build_vocabulary(
-                counts,
-                lowercase=lowercase,
-                min_count=config.min_count,
-                max_size=config.max_vocab,
-                alpha_only=config.alpha_only,
-                word_list=word_list,
+        if "-" in plan.corpus:
+            plan = dataclasses.replace(
+                plan, corpus=tuple(_spool_stdin(work.path) if c == "-" else c for c in plan.corpus)
             )
-            work.save_vocabulary(vocab, stats)
-        plan = plan_sample(vocab.counts, config.max_occurrences, config.seed, draw=config.sampling == "uniform")
-        timings["vocabulary"] = time.perf_counter() - t0
-        logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), plan.n_rows)
-
-        intra = IntraSentence(layers) if config.analyze else None
-        pieces = PieceSums(layers, model.vocab_size, model.hidden_size) if config.pieces else None
-        encoded = encode_pass(
-            model,
-            _lines(corpus, config, None, None),
-            vocab,
-            plan,
-            layers,
-            config,
-            work,
-            resume=reused,
-            corpus_lines=stats.lines,
-            observers=[o for o in (intra, pieces) if o is not None],
-        )
-        store, encode = encoded.store, encoded.encode
-        store.close()
-        timings["encode"] = encode.seconds
-        timings["forward"] = encode.forward_seconds
-
-        t0 = time.perf_counter()
-        filled = store.filled_per_word(plan.offsets)
-        keep = filled > 0
-        if not keep.any():
-            raise ConfigError("no occurrence of any vocabulary word could be aligned to the model's pieces")
-        dropped = dict(vocab.dropped)
-        if (~keep).any():
-            dropped["no alignable occurrence"] = int((~keep).sum())
-        words = [w for w, k in zip(vocab.words, keep) if k]
-        vectors: dict[str, Any] = {}
-        files: list[str] = ["vocab.tsv"]
-        writer = ThreadPoolExecutor(max_workers=1)  # layer L is written while layer L+1 is reduced
-        pending: list[Future[Any]] = [writer.submit(write_vocab, words, vocab.counts[keep], out / "vocab.tsv")]
-        for layer in layers:
-            occurrences = store.layer(layer)
-            for pooling in config.pooling:
-                matrix = reduce_words(
-                    occurrences,
-                    plan.offsets,
-                    filled,
-                    pooling,
-                    position=store.position,
-                    device=model.device,
-                    normalize=config.normalize,
-                    progress=config.progress,
-                    desc=f"{stem(layer, pooling)}",
-                )[keep]
-                name = stem(layer, pooling)
-                kv = to_keyed_vectors(words, matrix, vocab.counts[keep])
-                pending += [
-                    writer.submit(write_word2vec, kv, out / f"{name}.txt", binary=False),
-                    writer.submit(write_word2vec, kv, out / f"{name}.bin", binary=True),
-                    writer.submit(write_faiss, words, matrix, out / f"{name}.faiss"),
-                ]
-                files += [f"{name}.txt", f"{name}.bin", f"{name}.faiss", f"{name}.faiss.words.txt"]
-                vectors[name] = kv
-        try:
-            for future in pending:
-                future.result()  # raises the first write error (disk full ...) here
-        finally:
-            writer.shutdown(cancel_futures=True)
-        if pieces is not None:
-            files += [p.name for p in pieces.write(out)]
-        timings["reduce_and_write"] = time.perf_counter() - t0
-        analysis_summary = None
+        with timings("load_model"):
+            encoder = load_model(plan)
+        lowercase = encoder.uncased if config.lowercase is None else config.lowercase
+        with timings("vocabulary"):
+            vocab, stats = count_vocabulary(plan, lowercase, work, reused)
+            sample = plan_sample(
+                vocab.counts, config.max_occurrences, config.seed, draw=config.sampling.value == "uniform"
+            )
+        logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), sample.n_rows)
+        intra = IntraSentence(plan.layers) if config.analyze else None
+        pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
+        encoded = encode_pass(encoder, _lines(plan, None, None), vocab, sample, plan.layers, config, work,
+                              resume=reused, corpus_lines=stats.lines,
+                              observers=[o for o in (intra, pieces) if o is not None])  # fmt: skip
+        encoded.store.close()
+        timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
+        with timings("reduce_and_write"):
+            reduced = reduce_and_write(plan, encoder, encoded, vocab, sample)
+            best = write_best(plan, reduced) if plan.best is not None else None
+            if pieces is not None:
+                reduced.files += [p.name for p in pieces.write(out)]
+        manifest = build_manifest(plan, encoder, vocab, stats, sample, encoded, reduced, lowercase)
         if config.analyze:
-            t0 = time.perf_counter()
-            analysis = analyze_layers(
-                store.matrices,
-                plan.offsets,
-                filled,
-                vocab.words,
-                position=store.position,
-                intra=intra,
-                seed=config.seed,
-                device=model.device,
-            )
-            timings["analysis"] = time.perf_counter() - t0
-            analysis.update(
-                model=config.model,
-                corpus=", ".join(Path(f["path"]).name for f in stats.files),
-                label=f"{Path(config.model.rstrip('/')).name}",
-                seconds=timings["analysis"],
-                distill_seconds=time.perf_counter() - started - timings["analysis"],
-            )
-            files += [p.name for p in write_analysis(analysis, out)]
-            analysis_summary = {k: analysis[k] for k in ("words_measured", "sentences_measured", "seconds")}
+            with timings("analysis"):
+                seconds = time.perf_counter() - started
+                manifest.analysis = analyze(plan, encoder, encoded, vocab, sample, intra, stats, reduced, seconds)
         timings["total"] = time.perf_counter() - started
-
-        manifest = {
-            "distill_version": package_versions().get("distill", "dev"),
-            "model": {
-                "name": config.model,
-                "source": source,
-                "revision": model.revision,
-                "gguf_file": gguf_file,
-                "n_layers": model.n_layers,
-                "hidden_size": model.hidden_size,
-                "uncased": model.uncased,
-                "max_length": model.max_length,
-                "device": str(model.device),
-                "dtype": str(model.dtype).removeprefix("torch."),
-                "layers_run": model.layers_run,
-            },
-            "layers": list(layers),
-            "pooling": [p.value for p in config.pooling],
-            "corpus": {
-                "files": stats.files,
-                "lines": stats.lines,
-                "empty_lines": stats.empty_lines,
-                "lines_with_replaced_bytes": stats.replaced_lines,
-                "words": stats.words,
-            },
-            "vocabulary": {
-                "size": len(words),
-                "lowercase": lowercase,
-                "candidates": len(vocab),
-                "dropped": dropped,
-            },
-            "occurrences": {
-                "planned": plan.n_rows,
-                "encoded": encode.occurrences,
-                "not_aligned": encode.not_aligned,
-                "per_word_max": config.max_occurrences,
-                "per_word_mean": float(filled[keep].mean()),
-                "sampling": encoded.sampling,
-                "store_dtype": store.dtype.name,
-                "store": "memory" if store.in_memory else "disk",
-            },
-            "encoding": {
-                "sentences": encode.sentences,
-                "windows": encode.windows,
-                "long_sentences": encode.long_sentences,
-                "tokens": encode.tokens,
-                "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
-            },
-            "files": files,
-            "resumed_from_chunk": encoded.resumed_chunks or None,
-            "analysis": analysis_summary,
-            "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
-            "config": config.to_json(),
-            "versions": package_versions(),
-        }
-        if not config.corpus:
-            manifest["config"]["corpus"] = list(corpus)
-        write_json(manifest, out / "manifest.json")
-        if config.best:
-            best = best_layers(int(model_config.num_hidden_layers))
-            name, kv = derive(out, Recipe(layers=f"{best[0]}-{best[-1]}", pooling="mean", combine="mean"))
-            vectors[name] = kv
-            manifest = read_manifest(out)
-            manifest["best"] = name
-            write_json(manifest, out / "manifest.json")
+        manifest.timings_seconds = {k: round(v, 3) for k, v in timings.items()}
+        if best is not None:
+            manifest.best, manifest.derived = best[0], {best[0]: best[1]}
+        write_json(manifest.to_json(), out / MANIFEST)
         finished = True
-        return RunResult(out=out, vectors=vectors, manifest=manifest)
+        return RunResult(out=out, vectors=reduced.vectors, manifest=manifest.to_json())
     except ConfigError:
         finished = True  # bad input: nothing worth resuming
         raise
-    except KeyboardInterrupt:
-        if resumable:
-            logger.warning("interrupted: run the same command again to go on from the last checkpoint")
-        raise
+    except KeyboardInterrupt as err:
+        how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
+        raise RunInterrupted(f"interrupted; {how if resumable else 'stdin cannot be read again'}") from err
     finally:
         work.close(remove=finished or not resumable)
-
-
-def _lines(corpus: tuple[str, ...], config: RunConfig, desc: str | None, stats: CorpusStats | None) -> Any:
-    lines = iter_lines(corpus, config.encoding_errors, stats)
-    if desc is None or not config.progress:
-        return lines
-    from tqdm.auto import tqdm
-
-    return tqdm(lines, desc=desc, unit=" lines", dynamic_ncols=True)
 
 
 def run(**options: Any) -> RunResult:
     """Python API mirroring ``distill run``: ``distill.run(model="minilm", layers="1,2", corpus=[...])``."""
     if isinstance(options.get("corpus"), (str, Path)):
         options["corpus"] = (options["corpus"],)
-    if isinstance(options.get("pooling"), str):
-        options["pooling"] = tuple(options["pooling"].split(","))
     if "layers" in options and not isinstance(options["layers"], str):
         layers = options["layers"]
         options["layers"] = ",".join(str(x) for x in ([layers] if isinstance(layers, int) else layers))

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from distill.config import Pooling
+from distill.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def reduce_words(
     if max_elements is None:
         max_elements = 2**22 if torch.device(device).type == "cpu" else 2**25
     out = np.zeros((len(offsets) - 1, matrix.shape[1]), dtype=np.float32)
-    bar = tqdm(total=len(out), unit="word", desc=desc, disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(len(out), desc, "word", not progress)
     blocks = iter_word_blocks(matrix, offsets, position=position, device=device, max_elements=max_elements)
     for ids, x in blocks:
         if pooling is Pooling.PC:

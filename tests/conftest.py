@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random models built from configs, with real tokenizers from ../shared/models."""
+"""Shared fixtures: tiny random models built from configs, with tokenizers built from tests/data (so the unit
+tests need nothing from ../shared); the real MiniLM and SmolLM2 tokenizers for the integration tests."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # unit tests never touch the network
 
-from distill.config import models_dir
+from distill.paths import models_dir
 
 DATA = Path(__file__).parent / "data"
 TINY_CORPUS = DATA / "tiny_corpus.txt"
@@ -32,15 +33,37 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture(scope="session")
 def wordpiece_tokenizer():
-    """MiniLM's uncased WordPiece tokenizer (bert-base-uncased vocabulary)."""
+    """An uncased BERT WordPiece tokenizer over the tiny corpus's vocabulary (tests/data/wordpiece)."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(str(DATA / "wordpiece" / "vocab.txt"), lowercase=True)
+    return PreTrainedTokenizerFast(tokenizer_object=wordpiece._tokenizer, unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def bpe_tokenizer():
+    """A GPT-2-style byte-level BPE tokenizer (pieces carry their leading space) from tests/data/bpe."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer(str(DATA / "bpe" / "vocab.json"), str(DATA / "bpe" / "merges.txt"))
+    end = "<|endoftext|>"
+    return PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token=end, eos_token=end, unk_token=end)
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer():
+    """MiniLM's real uncased WordPiece tokenizer (bert-base-uncased vocabulary): integration tests only."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(_need(MINILM))
 
 
 @pytest.fixture(scope="session")
-def bpe_tokenizer():
-    """SmolLM2's byte-level BPE tokenizer (GPT-2 style pieces with a leading space)."""
+def smollm2_tokenizer():
+    """SmolLM2's real byte-level BPE tokenizer: integration tests only."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(_need(SMOL))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from distill.alignment import choose_windows, make_windows, piece_mask, truncating_backend
 from distill.corpus import word_spans
+from distill.encoders.alignment import choose_windows, make_windows, piece_mask, truncating_backend
 
 
 def _pieces(tokenizer, text, **kwargs):
@@ -21,18 +21,27 @@ def _pieces(tokenizer, text, **kwargs):
     return out, windows, chosen
 
 
-def test_wordpiece_word_gets_all_its_pieces(wordpiece_tokenizer):
-    pieces, _, _ = _pieces(wordpiece_tokenizer, "Vivendi's unbelievable offer.")
+@pytest.mark.integration
+def test_wordpiece_word_gets_all_its_pieces(minilm_tokenizer):
+    pieces, _, _ = _pieces(minilm_tokenizer, "Vivendi's unbelievable offer.")
     assert pieces["Vivendi"] == ["vi", "##ven", "##di"]
     assert pieces["s"] == ["s"]
     assert pieces["unbelievable"] == ["unbelievable"]
 
 
-def test_byte_level_bpe_pieces_carry_their_leading_space(bpe_tokenizer):
-    pieces, _, _ = _pieces(bpe_tokenizer, "Hello world, Vivendi's naïve bids.")
+@pytest.mark.integration
+def test_byte_level_bpe_pieces_carry_their_leading_space(smollm2_tokenizer):
+    pieces, _, _ = _pieces(smollm2_tokenizer, "Hello world, Vivendi's naïve bids.")
     assert pieces["world"] == ["Ġworld"]
     assert pieces["Vivendi"] == ["ĠViv", "end", "i"]
     assert "".join(pieces["naïve"]).replace("Ġ", "") == "naÃ¯ve"  # byte-level: ï is two bytes
+
+
+def test_tiny_tokenizers_split_unseen_words_into_pieces(wordpiece_tokenizer, bpe_tokenizer):
+    pieces, _, _ = _pieces(wordpiece_tokenizer, "The kings offered.")
+    assert pieces["kings"] == ["king", "##s"]
+    pieces, _, _ = _pieces(bpe_tokenizer, "The kings offered.")
+    assert len(pieces["kings"]) > 1 and "".join(pieces["kings"]) == "Ġkings"
 
 
 def test_sentencepiece_pieces_align(sentencepiece_tokenizer):
@@ -44,11 +53,9 @@ def test_sentencepiece_pieces_align(sentencepiece_tokenizer):
 def test_cased_wordpiece_keeps_case(tmp_path):
     from transformers import BertTokenizer
 
-    from .conftest import MINILM
+    from .conftest import DATA
 
-    if not MINILM.exists():
-        pytest.skip("needs ../shared/models")
-    cased = BertTokenizer(vocab=str(MINILM / "vocab.txt"), do_lower_case=False)
+    cased = BertTokenizer(vocab=str(DATA / "wordpiece" / "vocab.txt"), do_lower_case=False)
     pieces, _, _ = _pieces(cased, "king King")
     assert pieces["king"] == ["king"]  # the vocabulary is lowercase: "King" is unknown to a cased model
     assert pieces["King"] == ["[UNK]"]
@@ -69,7 +76,7 @@ def test_long_sentence_is_split_into_windows_not_truncated(wordpiece_tokenizer):
 
 
 def test_overlapping_windows_pick_the_one_with_more_context():
-    from distill.alignment import Window
+    from distill.encoders.alignment import Window
 
     a = Window(0, [0] * 4, np.array([0, 5, 10, 15]), np.array([4, 9, 14, 19]), np.ones(4, bool))
     b = Window(0, [0] * 4, np.array([10, 15, 20, 25]), np.array([14, 19, 24, 29]), np.ones(4, bool))

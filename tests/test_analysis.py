@@ -7,7 +7,13 @@ import pytest
 import torch
 
 import distill
-from distill.analysis import IntraSentence, analyze_layers, anisotropy, random_baselines, self_similarity_and_mev
+from distill.analysis.measures import (
+    IntraSentence,
+    analyze_layers,
+    anisotropy,
+    random_baselines,
+    self_similarity_and_mev,
+)
 
 from .conftest import TINY_CORPUS
 
@@ -125,14 +131,14 @@ def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
 
 
 def test_analysis_needs_words_with_five_occurrences():
-    from distill.config import ConfigError
+    from distill.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no word has 5 or more occurrences"):
         analyze_layers({0: np.ones((3, 2), dtype=np.float32)}, np.array([0, 3]), np.array([3]), ["a"])
 
 
 def test_top_singular_value_survives_a_word_whose_occurrences_are_all_identical():
-    from distill.analysis import top_squared_singular_value
+    from distill.analysis.measures import top_squared_singular_value
 
     x = torch.randn(3, 40, 32, generator=torch.Generator().manual_seed(0))
     x[1] = x[1, :1]  # one sentence repeated: centered, only rounding noise is left

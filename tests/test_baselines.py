@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from distill.baselines import BaselineConfig, Method, parse_methods, train_baselines
-from distill.config import ConfigError
+from distill.errors import ConfigError
+from distill.evaluation.baselines import BaselineConfig, Method, parse_methods, train_baselines
 
 from .conftest import TINY_CORPUS
 

@@ -1,6 +1,8 @@
 import pytest
 
-from distill.config import ConfigError, Pooling, RunConfig, parse_layers, parse_poolings, resolve_model
+from distill.config import Pooling, RunConfig, parse_layers, parse_poolings
+from distill.errors import ConfigError
+from distill.paths import resolve_model
 
 
 @pytest.mark.parametrize(
@@ -27,17 +29,17 @@ def test_parse_layers_errors(spec, message):
 
 def test_poolings():
     assert parse_poolings("pc,mean") == (Pooling.PC, Pooling.MEAN)
-    with pytest.raises(ConfigError, match="unknown pooling 'max'; use one of: pc, mean"):
+    with pytest.raises(ConfigError, match="unknown pooling 'max'; use one or more of: pc, mean"):
         parse_poolings("max")
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"min_count": 0}, "min_count must be a positive integer"),
+        ({"min_count": 0}, "--min-count must be a positive integer"),
         ({"device": "tpu"}, "unknown device 'tpu'"),
         ({"dtype": "float16", "device": "cpu"}, "float16 is for GPUs"),
-        ({"store": "ssd"}, "unknown store 'ssd'; use auto, memory or disk"),
+        ({"store": "ssd"}, "unknown store 'ssd'; use one of: auto, memory, disk"),
         ({"corpus": ("/nonexistent.txt",)}, "corpus file /nonexistent.txt does not exist"),
         ({"layers": "a-b"}, "cannot read layer spec"),
         ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
@@ -60,7 +62,7 @@ def test_aliases():
 
 
 def test_gguf_weights_come_from_the_cache_with_their_sha256(tmp_path, monkeypatch):
-    from distill.config import GGUF_WEIGHTS, default_gguf
+    from distill.paths import GGUF_WEIGHTS, default_gguf
 
     monkeypatch.setenv("DISTILL_CACHE", str(tmp_path))
     assert default_gguf("minilm") is None

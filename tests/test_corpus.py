@@ -3,8 +3,9 @@ from collections import Counter
 
 import pytest
 
-from distill.config import ConfigError, EncodingErrors
+from distill.config import EncodingErrors
 from distill.corpus import CorpusStats, build_vocabulary, count_words, iter_lines, read_word_list, word_spans
+from distill.errors import ConfigError
 
 from .conftest import DATA
 

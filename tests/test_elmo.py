@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import distill
-from distill.elmo import Elmo, ProjectedLstm, char_ids, elmo_config, load_elmo
+from distill.encoders.elmo import Elmo, ProjectedLstm, char_ids, elmo_config, load_elmo
 
 from .conftest import TINY_CORPUS
 

@@ -2,10 +2,12 @@ import numpy as np
 import pytest
 import torch
 
-from distill.config import ConfigError
-from distill.encoder import EncodeStats, encode_occurrences, load_model, prepare_chunk
+from distill.encoders import load_encoder
+from distill.encoding.batches import EncodeStats, prepare_chunk
+from distill.encoding.local import encode_occurrences
+from distill.encoding.store import OccurrenceStore
+from distill.errors import ConfigError
 from distill.occurrences import SentenceJob
-from distill.store import OccurrenceStore
 
 
 def _full_hidden(model_dir, text):
@@ -23,7 +25,7 @@ def _full_hidden(model_dir, text):
 def test_cut_model_gives_the_full_models_hidden_states(tiny_model_dir, keep):
     text = "The king walked to the river bank"
     full, _ = _full_hidden(tiny_model_dir, text)
-    loaded = load_model("tiny", str(tiny_model_dir), (keep,))
+    loaded = load_encoder("tiny", str(tiny_model_dir), (keep,))
     enc = loaded.tokenizer([text], return_tensors="pt")
     with torch.no_grad():
         cut = loaded.model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], output_hidden_states=True)
@@ -42,7 +44,7 @@ def test_occurrence_is_the_mean_of_its_pieces_in_every_layer(tiny_model_dir, tmp
     text = "Vivendi's unbelievable king walked"
     starts, ends = np.array([0, 11]), np.array([7, 23])  # "Vivendi", "unbelievable"
     full, offsets = _full_hidden(tiny_model_dir, text)
-    loaded = load_model("tiny", str(tiny_model_dir), (0, 1, 2))
+    loaded = load_encoder("tiny", str(tiny_model_dir), (0, 1, 2))
     store, stats = _encode(loaded, [SentenceJob(0, text, starts, ends, np.array([1, 0]))], (0, 1, 2), 2, tmp_path)
     assert stats.occurrences == 2 and stats.not_aligned == 0
     for row, (s, e) in zip([1, 0], zip(starts, ends)):
@@ -59,7 +61,7 @@ def test_batching_and_padding_do_not_change_vectors(tiny_bert_dir, tmp_path):
     for i, text in enumerate(texts):
         s = text.index("king")
         jobs.append(SentenceJob(i, text, np.array([s]), np.array([s + 4]), np.array([i])))
-    loaded = load_model("tiny", str(tiny_bert_dir), (2,))
+    loaded = load_encoder("tiny", str(tiny_bert_dir), (2,))
     together, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "a", batch_size=3, in_memory=True)
     alone, _ = _encode(loaded, jobs, (2,), 3, tmp_path / "b", batch_size=1, in_memory=False)
     assert isinstance(alone.matrices[2], np.memmap) and not isinstance(together.matrices[2], np.memmap)
@@ -68,7 +70,7 @@ def test_batching_and_padding_do_not_change_vectors(tiny_bert_dir, tmp_path):
 
 
 def test_prefetch_passes_items_and_errors():
-    from distill.encoder import prefetch
+    from distill.encoding.local import prefetch
 
     assert list(prefetch(iter(range(10)), depth=2)) == list(range(10))
 
@@ -83,7 +85,7 @@ def test_prefetch_passes_items_and_errors():
 def test_long_sentence_is_encoded_window_by_window(tiny_bert_dir, tmp_path):
     words = [f"w{i}" for i in range(80)]
     text = " ".join(words)
-    loaded = load_model("tiny", str(tiny_bert_dir), (1,), max_length=24)
+    loaded = load_encoder("tiny", str(tiny_bert_dir), (1,), max_length=24)
     starts = np.array([text.index("w3 "), text.rindex("w79")])
     ends = starts + np.array([2, 3])
     job = SentenceJob(0, text, starts, ends, np.array([0, 1]))
@@ -103,7 +105,7 @@ def test_long_sentence_is_encoded_window_by_window(tiny_bert_dir, tmp_path):
 def test_unloadable_model_folder_is_a_clear_error(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ConfigError, match="cannot load model 'broken' from the folder"):
-        load_model("broken", str(tmp_path), (1,))
+        load_encoder("broken", str(tmp_path), (1,))
 
 
 def test_hub_name_offline_fails_fast_with_a_fix(monkeypatch):
@@ -112,5 +114,5 @@ def test_hub_name_offline_fails_fast_with_a_fix(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match=r"'bert' \(bert-base-cased\) is not in the local Hugging Face cache.*MODEL="):
-        load_model("bert", "bert-base-cased", (1,))
+        load_encoder("bert", "bert-base-cased", (1,))
     assert time.perf_counter() - t0 < 10

@@ -3,8 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from distill.config import ConfigError, data_dir
-from distill.evaluation import evaluate_similarity, load_similarity
+from distill.errors import ConfigError
 from distill.evaluation.datasets import (
     REGISTRY,
     AnalogyDataset,
@@ -12,9 +11,17 @@ from distill.evaluation.datasets import (
     RelationalDataset,
     SimilarityDataset,
     load_benchmark,
+    load_similarity,
 )
-from distill.evaluation.metrics import evaluate_analogy, evaluate_categorization, evaluate_relational, purity
-from distill.export import to_keyed_vectors
+from distill.evaluation.metrics import (
+    evaluate_analogy,
+    evaluate_categorization,
+    evaluate_relational,
+    evaluate_similarity,
+    purity,
+)
+from distill.paths import data_dir
+from distill.vectors.keyed import to_keyed_vectors
 
 GLOVE_4K = data_dir() / "vectors" / "glove.6B.50d.cs124-4k.txt"
 
@@ -31,11 +38,11 @@ def test_spearman_against_a_hand_computed_value():
     data = SimilarityDataset("toy", (("a", "b"), ("a", "c"), ("a", "d"), ("A", "zz")), (3.0, 1.0, 2.0, 5.0))
     result = evaluate_similarity(kv, data)
     # cosines: a-b 0.981, a-c 0.0, a-d 0.707 -> ranks 3,1,2; gold 3,1,2 -> rho = 1
-    assert result.spearman == pytest.approx(1.0)
+    assert result.score == pytest.approx(1.0)
     assert (result.n_total, result.n_covered) == (4, 3)
     swapped = SimilarityDataset("toy", data.pairs[:3], (1.0, 3.0, 2.0))
     # ranks 3,1,2 vs 1,3,2: d = (2, -2, 0), rho = 1 - 6*8 / (3*(9-1)) = -1
-    assert evaluate_similarity(kv, swapped).spearman == pytest.approx(-1.0)
+    assert evaluate_similarity(kv, swapped).score == pytest.approx(-1.0)
 
 
 def test_similarity_paper_policy_gives_missing_words_the_mean_vector():
@@ -45,11 +52,11 @@ def test_similarity_paper_policy_gives_missing_words_the_mean_vector():
     standard = evaluate_similarity(kv, data, oov="standard")
     paper = evaluate_similarity(kv, data, oov="paper")
     # standard scores (a,b)=0, (a,a)=1 against 1, 3 -> rho 1; paper adds (a, mean)=0.707 against 2 -> still 1
-    assert standard.spearman == pytest.approx(1.0) and paper.spearman == pytest.approx(1.0)
+    assert standard.score == pytest.approx(1.0) and paper.score == pytest.approx(1.0)
     assert (paper.n_total, paper.n_covered, paper.oov) == (3, 2, "paper")
     reordered = SimilarityDataset("toy", data.pairs, (1.0, 3.0, 2.0))  # now the OOV pair ranks top in gold
     # cosines 0, 0.707, 1 against 1, 3, 2: ranks (1,2,3) vs (1,3,2) -> rho = 1 - 6*2/(3*8) = 0.5
-    assert evaluate_similarity(kv, reordered, oov="paper").spearman == pytest.approx(0.5)
+    assert evaluate_similarity(kv, reordered, oov="paper").score == pytest.approx(0.5)
 
 
 def test_no_covered_pair_is_an_error():
@@ -140,6 +147,7 @@ def test_relational_score_by_hand():
     assert (score.score, score.n_total, score.n_covered) == (pytest.approx(1.0), 4, 3)
 
 
+@pytest.mark.integration
 def test_every_registered_benchmark_loads_with_its_published_size():
     _need_data()
     sizes = {
@@ -173,6 +181,7 @@ def test_every_registered_benchmark_loads_with_its_published_size():
     assert google.questions[0] == ("Athens", "Greece", "Baghdad", "Iraq")
 
 
+@pytest.mark.integration
 def test_a_changed_benchmark_file_is_refused(tmp_path, monkeypatch):
     _need_data()
     (tmp_path / "similarity").mkdir()
@@ -200,22 +209,24 @@ def test_similarity_files_load(tmp_path):
         load_similarity(path)
 
 
+@pytest.mark.integration
 def test_similarity_equals_gensim_evaluate_word_pairs():
     _need_data()
-    from distill.evaluation.vectors import read_vectors
+    from distill.vectors.reader import read_vectors
 
     kv = read_vectors(GLOVE_4K)
     for name in ("simlex999", "men", "ws353"):
         path = data_dir() / REGISTRY[name].path
         _, gensim_rho, oov_ratio = kv.evaluate_word_pairs(str(path), delimiter="\t")  # skips the header line
         ours = evaluate_similarity(kv, load_benchmark(name))
-        assert ours.spearman == pytest.approx(gensim_rho.statistic, abs=1e-9)
+        assert ours.score == pytest.approx(gensim_rho.statistic, abs=1e-9)
         assert ours.n_covered == round(ours.n_total * (1 - oov_ratio / 100))
 
 
+@pytest.mark.integration
 def test_google_accuracy_equals_gensim_evaluate_word_analogies():
     _need_data()
-    from distill.evaluation.vectors import read_vectors
+    from distill.vectors.reader import read_vectors
 
     kv = read_vectors(GLOVE_4K)
     questions = data_dir() / "analogy" / "original" / "google" / "questions-words.txt"

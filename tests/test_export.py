@@ -4,17 +4,10 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from distill.config import OutputError
-from distill.export import (
-    atomic_path,
-    build_faiss_index,
-    check_writable,
-    l2_normalize,
-    read_faiss,
-    to_keyed_vectors,
-    write_faiss,
-    write_word2vec,
-)
+from distill.errors import OutputError
+from distill.files import atomic_path, check_writable
+from distill.vectors.faiss_index import build_faiss_index, read_faiss, write_faiss
+from distill.vectors.keyed import l2_normalize, to_keyed_vectors, write_word2vec
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 
-from distill.floattext import format_lines, format_rows
+from distill.vectors.floattext import format_lines, format_rows
 
 
 def _parse(rows: list[bytes]) -> np.ndarray:

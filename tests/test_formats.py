@@ -5,11 +5,13 @@ import pytest
 from gensim.models import KeyedVectors
 
 import distill
-from distill.compress import fit_pca, quantize
-from distill.config import ConfigError
-from distill.export import build_faiss_index, l2_normalize
-from distill.formats import Format, export_run, parse_formats, read_npy
-from distill.search import Searcher
+from distill.errors import ConfigError
+from distill.serve.compress import fit_pca, quantize
+from distill.serve.export import export_run, parse_formats
+from distill.serve.formats import Format, read_npy
+from distill.serve.search import Searcher
+from distill.vectors.faiss_index import build_faiss_index
+from distill.vectors.keyed import l2_normalize
 
 from .conftest import TINY_CORPUS
 
@@ -144,7 +146,7 @@ def pieces_run(tmp_path_factory, tiny_bert_dir):
 
 
 def test_piece_vectors_are_the_mean_of_every_occurrence_of_the_piece(pieces_run):
-    from distill.pieces import PieceVectors
+    from distill.serve.pieces import PieceVectors
 
     kv = distill.load(pieces_run, layer=1, pooling="mean")
     pieces = PieceVectors.open(pieces_run, 1)

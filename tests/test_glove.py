@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from distill.glove import GloveOptions, cooccurrence, train_glove
+from distill.evaluation.glove import GloveOptions, cooccurrence, train_glove
 
 
 def test_cooccurrence_counts_by_hand():

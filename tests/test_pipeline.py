@@ -7,8 +7,9 @@ import pytest
 from gensim.models import KeyedVectors
 
 import distill
-from distill.config import ConfigError, OutputError
-from distill.export import read_faiss
+from distill.errors import ConfigError, OutputError
+from distill.files import sha256_file
+from distill.vectors.faiss_index import read_faiss
 
 from .conftest import DATA, TINY_CORPUS
 
@@ -47,7 +48,7 @@ def test_run_writes_every_format_and_they_load(bert_run):
 
 def test_manifest_records_how_vectors_were_made(bert_run):
     m = bert_run.manifest
-    assert m["corpus"]["files"][0]["sha256"] == distill.export.sha256_file(TINY_CORPUS)
+    assert m["corpus"]["files"][0]["sha256"] == sha256_file(TINY_CORPUS)
     assert m["vocabulary"]["lowercase"] is True  # MiniLM's tokenizer is uncased
     assert m["vocabulary"]["size"] == len(bert_run[1].index_to_key)
     assert m["occurrences"]["encoded"] == m["occurrences"]["planned"]
@@ -73,9 +74,9 @@ def test_pc_vectors_are_the_svd_of_the_encoded_occurrences(tiny_bert_dir, tmp_pa
     result = _run(tiny_bert_dir, tmp_path, corpus=[str(corpus)], layers="2", max_occurrences=1000, pooling="pc,mean")
     # every occurrence of "castle" is used (cap above its count): its mean and PC follow from them
     from distill.corpus import iter_lines, word_spans
-    from distill.encoder import load_model
+    from distill.encoders import load_encoder
 
-    loaded = load_model("tiny", str(tiny_bert_dir), (2,))
+    loaded = load_encoder("tiny", str(tiny_bert_dir), (2,))
     import torch
 
     rows = []
@@ -187,12 +188,12 @@ def test_cli_reads_stdin_and_reports_errors_in_one_line(tiny_bert_dir, tmp_path)
 
 
 def test_write_error_in_the_writer_thread_reaches_the_caller(tiny_bert_dir, tmp_path, monkeypatch):
-    import distill.pipeline
+    import distill.vectors.faiss_index
 
     def full_disk(*args, **kwargs):
         raise OutputError("disk full while writing layer1.pc.faiss; free some space or choose another --out")
 
-    monkeypatch.setattr(distill.pipeline, "write_faiss", full_disk)
+    monkeypatch.setattr(distill.vectors.faiss_index, "write_faiss", full_disk)
     with pytest.raises(OutputError, match="disk full"):
         _run(tiny_bert_dir, tmp_path / "out")
     assert not (tmp_path / "out" / "manifest.json").exists()

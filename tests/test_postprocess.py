@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from distill.config import ConfigError
-from distill.postprocess import combine, remove_top, unit, whiten
+from distill.derive.postprocess import combine, remove_top, unit, whiten
+from distill.errors import ConfigError
+from distill.rundir import SET_SUFFIXES, VOCAB
 
 
 def test_remove_top_removes_the_dominant_directions(rng):
@@ -38,7 +39,7 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
     import sys
 
     import distill
-    from distill.derive import Recipe, derive
+    from distill.derive.recipe import Recipe, derive
 
     from .conftest import TINY_CORPUS
 
@@ -90,5 +91,15 @@ def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
         progress=False,
     )
     assert result.manifest["best"] == "layer2.mean.unit" and result.manifest["layers"] == [1, 2]
-    assert (tmp_path / "layer1.pc.txt").is_file() and (tmp_path / "layer2.mean.txt").is_file()
-    np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(result[2, "mean"].vectors), atol=1e-6)
+    # only what was asked for is written: layer 1's first PC and the recommended set, not the layer-2 mean
+    # vectors it was derived from
+    written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("layer"))
+    assert written == sorted(f"{s}{x}" for s in ("layer1.pc", "layer2.mean.unit") for x in SET_SUFFIXES)
+    assert sorted(result.vectors) == ["layer1.pc", "layer2.mean.unit"]
+    assert result.manifest["files"] == [
+        VOCAB,
+        *[f"{s}{x}" for s in ("layer1.pc", "layer2.mean.unit") for x in SET_SUFFIXES],
+    ]
+    mean = distill.run(model=str(tiny_bert_dir), out=str(tmp_path / "mean"), corpus=[str(TINY_CORPUS)], layers="2",
+                       pooling="mean", min_count=2, max_occurrences=5, progress=False)  # fmt: skip
+    np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(mean[2, "mean"].vectors), atol=1e-6)

@@ -68,7 +68,7 @@ def test_reduce_words_uses_each_words_rows(rng):
 
 
 def test_reduce_words_reads_rows_through_the_store_position(rng):
-    from distill.store import OccurrenceStore
+    from distill.encoding.store import OccurrenceStore
 
     sizes = np.array([3, 1, 2])
     offsets = np.concatenate([[0], np.cumsum(sizes)])

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import distill
-from distill.checkpoint import WORK_DIR, WorkDir
-from distill.config import ConfigError, OutputError
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
+from distill.encoding.checkpoint import WorkDir
+from distill.encoding.store import OccurrenceStore, store_in_memory
+from distill.errors import ConfigError, OutputError
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
-from distill.store import OccurrenceStore, store_in_memory
+from distill.rundir import WORK_DIR
 
 from .conftest import TINY_CORPUS
 
@@ -103,7 +104,7 @@ def test_store_on_a_full_disk_says_so(tmp_path, rng, monkeypatch):
     def full(fd, data, offset):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("distill.store.os.pwrite", full)
+    monkeypatch.setattr("distill.encoding.store.os.pwrite", full)
     with pytest.raises(OutputError, match="occurrence store .* the disk is full; free some space"):
         store.write(np.array([0]), rng.standard_normal((1, 1, 3)))
 
@@ -217,7 +218,7 @@ def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(
     code, stderr = _kill_after_checkpoints(cmd, out / WORK_DIR, sig)
     assert code == (-9 if sig == signal.SIGKILL else 130), stderr
     if sig == signal.SIGINT:
-        assert "the same command goes on from the last checkpoint" in stderr
+        assert "run the same command again to go on from the last checkpoint" in stderr
     assert (out / WORK_DIR / "checkpoint.npz").is_file() and not (out / "manifest.json").exists()
 
     again = subprocess.run(cmd, capture_output=True, timeout=300)

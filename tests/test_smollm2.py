@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from distill.config import GGUF_WEIGHTS, cache_dir, default_gguf, resolve_model
+from distill.paths import GGUF_WEIGHTS, cache_dir, default_gguf, resolve_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -13,10 +13,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration]
 def smollm2():
     if not (cache_dir() / GGUF_WEIGHTS["smollm2"][0]).is_file():
         pytest.skip("SmolLM2's GGUF weights are not in the cache; run make smollm2-weights")
-    from distill.encoder import load_model
+    from distill.encoders import load_encoder
 
     source = resolve_model("smollm2")
-    return load_model("smollm2", source, (1, 30), gguf_file=default_gguf("smollm2"))
+    return load_encoder("smollm2", source, (1, 30), gguf_file=default_gguf("smollm2"))
 
 
 def test_a_causal_lm_sees_only_left_context(smollm2):

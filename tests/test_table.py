@@ -7,13 +7,15 @@ import sys
 import numpy as np
 import pytest
 
-from distill.config import data_dir
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import evaluate_similarity
-from distill.evaluation.vectors import read_vectors
-from distill.export import to_keyed_vectors, write_word2vec
+from distill.paths import data_dir
+from distill.vectors.keyed import to_keyed_vectors, write_word2vec
+from distill.vectors.reader import read_vectors
 
 from .conftest import TINY_CORPUS
+
+pytestmark = pytest.mark.integration  # the real benchmark files of ../shared/data
 
 
 @pytest.fixture(autouse=True)

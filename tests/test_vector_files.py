@@ -3,9 +3,10 @@ import gzip
 import numpy as np
 import pytest
 
-from distill.config import ConfigError
-from distill.evaluation.vectors import expand_paths, load_vectors, read_vectors
-from distill.export import to_keyed_vectors, write_word2vec
+from distill.errors import ConfigError
+from distill.evaluation.vectors import expand_paths, load_vectors
+from distill.vectors.keyed import to_keyed_vectors, write_word2vec
+from distill.vectors.reader import read_vectors
 
 WORDS = ["the", "king", "queen"]
 VECTORS = np.array([[0.5, -1.0, 2.0], [1.25, 0.0, -0.5], [3.0, 1e-3, 7.0]], dtype=np.float32)

@@ -1,6 +1,1 @@
-"""Benchmarks for static word vectors: word similarity (Spearman) and more."""
-
-from distill.evaluation.datasets import SimilarityDataset, load_similarity
-from distill.evaluation.metrics import SimilarityResult, evaluate_similarity
-
-__all__ = ["SimilarityDataset", "SimilarityResult", "evaluate_similarity", "load_similarity"]
+"""Scoring static vectors: benchmark files, metrics, the report, and the same-corpus baselines and Table 1."""

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from distill.config import ConfigError, data_dir
-from distill.export import sha256_file
+from distill.errors import ConfigError
+from distill.files import sha256_file
+from distill.paths import data_dir
 
 
 class Kind(str, Enum):
@@ -87,7 +88,6 @@ REGISTRY: dict[str, Benchmark] = {
 }  # fmt: skip
 
 #: The paper's Table 1 columns first, then the rest.
-DEFAULT_BENCHMARKS = tuple(REGISTRY)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from distill.config import ConfigError
+from distill.errors import ConfigError, NothingCovered
 from distill.evaluation.datasets import AnalogyDataset, CategorizationDataset, RelationalDataset, SimilarityDataset
-from distill.export import l2_normalize
+from distill.vectors.keyed import l2_normalize
 
 
 class Oov(str, Enum):
@@ -43,13 +43,6 @@ class Score:
     oov: str = Oov.STANDARD.value
     section: str = "all"
     method: str = ""  # analogies: 3cosadd / 3cosmul
-
-    @property
-    def spearman(self) -> float:
-        return self.score
-
-
-SimilarityResult = Score  # the name earlier versions used
 
 
 def is_lowercase_vocabulary(kv: Any) -> bool:
@@ -88,8 +81,8 @@ def _spearman(x: np.ndarray, y: Sequence[float]) -> float:
     return float(spearmanr(x, y).statistic)
 
 
-def _nothing_covered(name: str, n: int, what: str) -> ValueError:
-    return ValueError(f"{name}: none of {n} {what} is in the vocabulary; check the casing policy")
+def _nothing_covered(name: str, n: int, what: str) -> NothingCovered:
+    return NothingCovered(f"{name}: none of {n} {what} is in the vocabulary; check the casing policy")
 
 
 def evaluate_similarity(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from distill.export import atomic_path
+from distill.files import atomic_path
 
 PLOTTED = (
     ("simlex999", "all", "SimLex-999"),

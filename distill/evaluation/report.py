@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distill.config import ConfigError
+from distill.errors import ConfigError, NothingCovered
 from distill.evaluation.datasets import (
     REGISTRY,
     AnalogyDataset,
@@ -29,7 +29,9 @@ from distill.evaluation.metrics import (
     is_lowercase_vocabulary,
 )
 from distill.evaluation.vectors import Vectors
-from distill.export import to_keyed_vectors, write_json
+from distill.files import write_json
+from distill.progress import track
+from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +111,7 @@ def score_vectors(kv: Any, options: EvalOptions, datasets: dict[str, Any] | None
                     scores.append(evaluate_categorization(kv, data, oov, lowercase, options.seed))
                 elif isinstance(data, RelationalDataset):
                     scores.append(evaluate_relational(kv, data, oov, lowercase))
-            except ValueError as err:  # nothing covered: a score of nothing, with coverage 0
+            except NothingCovered as err:  # a score of nothing, with coverage 0; any other error surfaces
                 logger.warning("%s", err)
                 scores.append(Score(name, "none", math.nan, 0, 0, oov.value))
     return scores
@@ -123,13 +125,11 @@ def evaluate_rows(
     progress: bool = True,
 ) -> list[Row]:
     """Score each set of vectors (optionally restricted to one vocabulary); baselines are marked as such."""
-    from tqdm.auto import tqdm
-
     vocab = set(restrict_to) if restrict_to is not None else None
     datasets = {n: load_benchmark(n) for n in options.benchmarks}
     rows = []
     todo = [(v, False) for v in vectors] + [(v, True) for v in baselines]
-    for vec, is_baseline in tqdm(todo, desc="evaluating", unit="set", disable=not progress):
+    for vec, is_baseline in track(todo, "evaluating", "set", len(todo), not progress):
         kv = restrict(vec.kv, vocab) if vocab is not None else vec.kv
         meta = dict(vec.meta, evaluated_vocab_size=len(kv.index_to_key))
         rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets)))
@@ -212,7 +212,7 @@ def write_report(
 ) -> list[Path]:
     """``report.md``, ``report.json`` and the plots in ``out``; returns the files written."""
     from distill.evaluation.plots import plot_layers, plot_scores
-    from distill.export import atomic_path, check_writable
+    from distill.files import atomic_path, check_writable
 
     out = check_writable(out)
     with atomic_path(out / "report.md") as tmp:

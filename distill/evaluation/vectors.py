@@ -6,19 +6,15 @@ binary format goes through gensim. ``.gz`` works for both.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from distill.config import ConfigError
-from distill.export import to_keyed_vectors
+from distill.errors import ConfigError
+from distill.vectors.reader import read_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -33,97 +29,6 @@ class Vectors:
     kv: Any  # gensim KeyedVectors
     path: str
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:  # type: ignore[operator]
-        for line_no, raw in enumerate(handle, start=1):
-            try:
-                yield line_no, raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ConfigError(f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?") from err
-
-
-def _header(first: str) -> tuple[int, int] | None:
-    fields = first.split()
-    if len(fields) == 2 and all(f.isdigit() for f in fields):
-        return int(fields[0]), int(fields[1])
-    return None
-
-
-def read_text_vectors(path: str | Path) -> Any:
-    """A word2vec text file (``count dim`` header) or a GloVe file (no header: ``word v1 ... vd`` lines)."""
-    path = Path(path)
-    words: list[str] = []
-    rows: list[np.ndarray] = []
-    seen: set[str] = set()
-    duplicates = 0
-    header: tuple[int, int] | None = None
-    dim = 0
-    lines = _lines(path)
-    for line_no, line in lines:
-        text = line.rstrip()
-        if not text:
-            continue
-        if line_no == 1 and (header := _header(text)) is not None:
-            dim = header[1]
-            continue
-        if dim == 0:
-            dim = len(text.split()) - 1  # GloVe: the first vector line tells the dimension
-            if dim < 1:
-                raise ConfigError(f"{path}, line {line_no}: expected a word and its numbers, got {text[:80]!r}")
-        parts = text.rsplit(None, dim)  # the word may hold spaces (GloVe 840B has a few such tokens)
-        if len(parts) != dim + 1 or not parts[0]:
-            raise ConfigError(
-                f"{path}, line {line_no}: expected a word and {dim} numbers, found {len(text.split()) - 1}; "
-                "the file is corrupt or not in word2vec/GloVe text format"
-            )
-        try:
-            vector = np.array(parts[1:], dtype=np.float32)
-        except ValueError as err:
-            bad = next(p for p in parts[1:] if not _is_float(p))
-            raise ConfigError(f"{path}, line {line_no}: {bad!r} is not a number") from err
-        if parts[0] in seen:
-            duplicates += 1
-            continue
-        seen.add(parts[0])
-        words.append(parts[0])
-        rows.append(vector)
-    if not words:
-        raise ConfigError(f"{path} holds no vectors")
-    if header is not None and len(words) + duplicates != header[0]:
-        raise ConfigError(
-            f"{path}: its header announces {header[0]} vectors but the file holds {len(words) + duplicates}; "
-            "the file is truncated or its header is wrong"
-        )
-    if duplicates:
-        logger.warning("%s: %d duplicate words; the first vector of each was kept", path, duplicates)
-    return to_keyed_vectors(words, np.vstack(rows))
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def read_vectors(path: str | Path) -> Any:
-    """KeyedVectors from a ``.bin`` (word2vec binary) or any text file (word2vec or GloVe), ``.gz`` or not."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"vector file {path} not found")
-    binary = path.name.endswith((".bin", ".bin.gz"))
-    if not binary:
-        return read_text_vectors(path)
-    from gensim.models import KeyedVectors
-
-    try:
-        return KeyedVectors.load_word2vec_format(str(path), binary=True)
-    except (ValueError, EOFError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path} is not a readable word2vec binary file ({err}); is it truncated?") from err
 
 
 def _meta(path: Path) -> dict[str, Any]:

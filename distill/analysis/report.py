@@ -1,0 +1,108 @@
+"""Write a contextuality analysis: analysis.json, analysis.md and one plot per measure (runs overlaid)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from distill.errors import ConfigError
+from distill.files import atomic_path, check_writable, write_json
+
+#: (key of the raw value, key of the adjusted value or None, title, file name)
+MEASURES = (
+    ("self_similarity", "self_similarity_adjusted", "Self-similarity", "self_similarity.png"),
+    ("intra_sentence", "intra_sentence_adjusted", "Intra-sentence similarity", "intra_sentence.png"),
+    ("mev", "mev_adjusted", "Maximum explainable variance (uncentered)", "mev.png"),
+    ("mev_centered", "mev_centered_adjusted", "Maximum explainable variance (centered, as PCA)", "mev_centered.png"),
+    ("anisotropy", None, "Anisotropy (mean cosine of random occurrences)", "anisotropy.png"),
+)
+
+
+def markdown(analysis: dict[str, Any]) -> str:
+    layers = analysis["layers"]
+    lines = [
+        f"# Contextuality of {analysis.get('model', 'the model')} on {analysis.get('corpus', 'the corpus')}",
+        "",
+        f"- {analysis['words_measured']:,} words with at least {analysis['min_occurrences']} occurrences; "
+        f"{analysis['sentences_measured']:,} model windows for intra-sentence similarity.",
+        "- adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of as many random occurrences as the "
+        "word has).",
+        "- MEV = sigma_1^2 / sum sigma_i^2 of a word's occurrence matrix; centered: of the matrix minus its mean "
+        "(the share of variance PCA's first component explains, as the paper's code computes it).",
+        "",
+        "| layer | anisotropy | self-sim | self-sim adj. | intra-sent. | intra-sent. adj. | MEV | MEV adj. "
+        "| MEV centered | MEV c. adj. | words MEV c. adj. < 5% |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for layer, r in layers.items():
+        intra = f"{r['intra_sentence']:.3f} | {r['intra_sentence_adjusted']:.3f}" if "intra_sentence" in r else "– | –"
+        lines.append(
+            f"| {layer} | {r['anisotropy']:.3f} | {r['self_similarity']:.3f} | {r['self_similarity_adjusted']:.3f} | "
+            f"{intra} | {r['mev']:.3f} | {r['mev_adjusted']:.3f} | {r['mev_centered']:.3f} | "
+            f"{r['mev_centered_adjusted']:.3f} | {r['mev_centered_adjusted_share_under_5_percent']:.1%} |"
+        )
+    groups = list(next(iter(layers.values()))["self_similarity_by_group"])
+    sizes = analysis["group_sizes"]
+    lines += ["", "## Self-similarity by kind of word", ""]
+    lines.append("| layer | " + " | ".join(f"{g} ({sizes[g]:,})" for g in groups) + " |")
+    lines.append("|---:|" + "---:|" * len(groups))
+    for layer, r in layers.items():
+        lines.append(f"| {layer} | " + " | ".join(f"{r['self_similarity_by_group'][g]:.3f}" for g in groups) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def read_analysis(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / "analysis.json"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} has no analysis.json; run distill analyze --model ... --out {run_dir} first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[Path]:
+    """One figure per measure: raw (solid) and adjusted (dashed) against layer, one colour per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    files = []
+    for raw, adjusted, title, name in MEASURES:
+        if not any(raw in r for a in analyses for r in a["layers"].values()):
+            continue
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for i, analysis in enumerate(analyses):
+            label = analysis.get("label", f"run {i + 1}")
+            layers = [(int(k), r) for k, r in analysis["layers"].items() if raw in r]
+            x = [k for k, _ in layers]
+            ax.plot(x, [r[raw] for _, r in layers], marker="o", color=f"C{i}", label=f"{label}")
+            if adjusted:
+                ax.plot(
+                    x,
+                    [r[adjusted] for _, r in layers],
+                    marker="s",
+                    linestyle="--",
+                    color=f"C{i}",
+                    label=f"{label}, adjusted",
+                )
+        ax.set_xlabel("layer")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        with atomic_path(out / name) as tmp:
+            fig.savefig(tmp, format="png", dpi=110)
+        plt.close(fig)
+        files.append(out / name)
+    return files
+
+
+def write_analysis(analysis: dict[str, Any], out: str | Path) -> list[Path]:
+    out = check_writable(out)
+    files = [write_json(analysis, out / "analysis.json")]
+    with atomic_path(out / "analysis.md") as tmp:
+        tmp.write_text(markdown(analysis), encoding="utf-8")
+    files.append(out / "analysis.md")
+    return files + plot_measures([analysis], out)

@@ -1,0 +1,48 @@
+"""The typer app every command registers on, and how the CLI reports errors and logs."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+
+from distill.errors import DistillError
+
+app = typer.Typer(
+    help=(
+        "Distil static word vectors from a contextual language model (Ethayarajh 2019): every vocabulary "
+        "word's sampled occurrences go through the model once, and each word's occurrence matrix is "
+        "reduced to one vector (first principal component or mean). Outputs load in gensim and FAISS."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ProgressOpt = Annotated[
+    bool, typer.Option(help="Show progress (bars on a terminal, a line every few seconds in a log).")
+]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")]
+
+
+def setup_logging(verbose: bool) -> None:
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("transformers", "huggingface_hub", "urllib3", "gensim", "faiss"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """A :class:`DistillError` becomes one line on stderr and exit code 2; Ctrl-C one line and 130."""
+    try:
+        yield
+    except DistillError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt as err:
+        typer.echo(str(err) or "interrupted", err=True)
+        raise typer.Exit(130) from None

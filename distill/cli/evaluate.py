@@ -1,0 +1,231 @@
+"""Command line, evaluation side: evaluate, baselines, table (the paper's Table 1) and analyze."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
+from distill.cli.options import config_from, parameters, with_parameters
+from distill.config import parse_choices
+from distill.errors import ConfigError
+
+
+class Case(str, enum.Enum):
+    """How benchmark words are cased before lookup."""
+
+    AUTO = "auto"  # lower when the vocabulary has no capitals
+    LOWER = "lower"
+    KEEP = "keep"
+
+
+def evaluation_options(
+    benchmarks: str, oov: str, analogy_method: str, analogy_top_n: int | None, case: Case, seed: int
+) -> Any:
+    from distill.evaluation.datasets import REGISTRY
+    from distill.evaluation.metrics import AnalogyMethod, Oov, check_top_n
+    from distill.evaluation.report import EvalOptions
+
+    names = tuple(REGISTRY) if benchmarks == "all" else tuple(b.strip() for b in benchmarks.split(","))
+    unknown = [b for b in names if b not in REGISTRY]
+    if unknown:
+        raise ConfigError(f"unknown benchmark {', '.join(unknown)}; use all or some of: {', '.join(REGISTRY)}")
+    policies = parse_choices(Oov, oov, "OOV policy")
+    methods = parse_choices(AnalogyMethod, analogy_method, "analogy method")
+    lowercase = {Case.AUTO: None, Case.LOWER: True, Case.KEEP: False}[case]
+    return EvalOptions(names, policies, methods, check_top_n(analogy_top_n), lowercase, seed)
+
+
+BenchmarksOpt = Annotated[
+    str,
+    typer.Option(
+        help="Benchmarks, comma-separated, or all: simlex999, men, ws353, ws353_sim, ws353_rel, rw, "
+        "mturk287, google, msr, semeval2012, ap, bless, battig, essli2008."
+    ),
+]
+OovOpt = Annotated[
+    str,
+    typer.Option(
+        help="OOV policies: standard (skip items with a missing word, show coverage), paper "
+        "(a missing word gets the mean vector, as Ethayarajh 2019), or both."
+    ),
+]
+MethodOpt = Annotated[str, typer.Option(help="Analogy scoring: 3cosadd, 3cosmul, or both.")]
+TopNOpt = Annotated[Optional[int], typer.Option(help="Analogy candidates: the N most frequent words (default: all).")]
+CaseOpt = Annotated[
+    Case, typer.Option(help="Benchmark words: lower, keep, or auto (lower when the vocabulary has no capitals).")
+]
+
+
+@app.command()
+def evaluate(
+    vectors: Annotated[
+        list[str], typer.Argument(help="Vector files (word2vec .txt/.bin, GloVe text, .gz) or run folders.")
+    ],
+    baseline: Annotated[
+        Optional[list[str]], typer.Option(help="Baseline vector file(s) (glove.6B.300d.txt, crawl-300d-2M.vec ...).")
+    ] = None,
+    out: Annotated[
+        Optional[str], typer.Option(help="Folder for report.md, report.json and plots. Default: beside the vectors.")
+    ] = None,
+    benchmarks: BenchmarksOpt = "all",
+    oov: OovOpt = "standard,paper",
+    analogy_method: MethodOpt = "3cosadd,3cosmul",
+    analogy_top_n: TopNOpt = None,
+    case: CaseOpt = Case.AUTO,
+    restrict_vocab: Annotated[
+        Optional[str],
+        typer.Option(help="Evaluate every row on these words only: a run folder, its vocab.tsv or a word list."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the clustering (categorization).")] = 0,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Score vectors on similarity, analogy, categorization and SemEval-2012 benchmarks; write a report."""
+    from distill.evaluation.baselines import read_vocab
+    from distill.evaluation.report import evaluate_rows, markdown, write_report
+    from distill.evaluation.vectors import expand_paths, load_vectors
+
+    setup_logging(verbose)
+    with user_errors():
+        options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
+        files = expand_paths(list(vectors))
+        rows = evaluate_rows(
+            [load_vectors(f) for f in files],
+            options,
+            [load_vectors(b) for b in baseline or ()],
+            read_vocab(restrict_vocab) if restrict_vocab else None,
+            progress,
+        )
+        notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
+        written = write_report(rows, options, out or files[0].parent, notes=notes)
+    typer.echo(markdown(rows, options, notes=notes))
+    typer.echo("wrote " + ", ".join(map(str, written)))
+
+
+@app.command()
+def baselines(
+    corpus: Annotated[list[str], typer.Option(help="Text file(s) to train on, as for distill run.")],
+    vocab: Annotated[
+        Optional[str],
+        typer.Option(help="Train on exactly these words: a distill run folder, its vocab.tsv or a word list."),
+    ] = None,
+    out: Annotated[Optional[str], typer.Option(help="Output folder. Default: outputs/baselines-<corpus>.")] = None,
+    methods: Annotated[
+        str, typer.Option(help="fasttext, word2vec, glove, comma-separated.")
+    ] = "fasttext,word2vec,glove",
+    min_count: Annotated[int, typer.Option(help="Without --vocab: keep words seen at least this often.")] = 5,
+    dim: Annotated[int, typer.Option(help="Vector size (the published GloVe and FastText use 300).")] = 300,
+    epochs: Annotated[int, typer.Option(help="FastText / Word2Vec passes over the corpus.")] = 10,
+    glove_epochs: Annotated[int, typer.Option(help="GloVe passes over the co-occurrence matrix.")] = 25,
+    workers: Annotated[int, typer.Option(help="gensim threads (1 makes FastText / Word2Vec deterministic).")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of every method.")] = 0,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Train same-corpus FastText, Word2Vec (gensim, skip-gram) and GloVe baselines; word2vec text files."""
+    from distill.evaluation.baselines import BaselineConfig, describe, parse_methods, train_baselines
+
+    setup_logging(verbose)
+    with user_errors():
+        config = BaselineConfig(corpus=tuple(corpus), out=Path(out) if out else None, methods=parse_methods(methods),
+                                vocab=vocab, min_count=min_count, dim=dim, epochs=epochs, glove_epochs=glove_epochs,
+                                workers=workers, seed=seed, progress=progress)  # fmt: skip
+        result = train_baselines(config)
+    typer.echo(describe(result))
+
+
+_TABLE_RUN = ("corpus", "layers", "pooling", "max_occurrences", "min_count", "seed")
+
+
+@app.command()
+@with_parameters(parameters(_TABLE_RUN, layers="all", pooling="pc,mean"))
+def table(
+    model: Annotated[
+        Optional[list[str]], typer.Option(help="Model(s) as for distill run; repeat for several. Default: minilm.")
+    ] = None,
+    baselines: Annotated[
+        str, typer.Option(help="Same-corpus baselines to train (fasttext,word2vec,glove), or none.")
+    ] = "fasttext,word2vec,glove",
+    baseline: Annotated[Optional[list[str]], typer.Option(help="Published vector file(s) to add as rows.")] = None,
+    out: Annotated[
+        Optional[str],
+        typer.Option(
+            help="One model: folder of the run, its baselines/ and table/ (the report); default "
+            "outputs/<model>-<corpus>. Several models: each runs in outputs/<model>-<corpus> and the report "
+            "goes here (default outputs/table-<corpus>)."
+        ),
+    ] = None,
+    benchmarks: BenchmarksOpt = "all",
+    oov: OovOpt = "standard,paper",
+    analogy_method: MethodOpt = "3cosadd,3cosmul",
+    analogy_top_n: TopNOpt = None,
+    reuse: Annotated[
+        bool, typer.Option(help="Reuse finished distillations and baselines made with the same options.")
+    ] = True,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+    **run_options: Any,
+) -> None:
+    """The paper's Table 1: every layer x pooling of each model against same-corpus FastText, Word2Vec, GloVe."""
+    from distill.evaluation.baselines import parse_methods
+    from distill.evaluation.report import markdown
+    from distill.evaluation.table import TableConfig, make_table
+    from distill.pipeline import run_pipeline
+
+    setup_logging(verbose)
+    with user_errors():
+        runs = tuple(config_from(run_options, model=m, progress=progress) for m in model or ["minilm"])
+        options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, Case.AUTO, runs[0].seed)
+        config = TableConfig(runs=runs, methods=() if baselines == "none" else parse_methods(baselines),
+                             baseline_files=tuple(baseline or ()), evaluation=options, out=Path(out) if out else None,
+                             reuse=reuse, progress=progress)  # fmt: skip
+        rows, files, _ = make_table(config, run_pipeline)
+    typer.echo(markdown(rows, options))
+    typer.echo("wrote " + ", ".join(map(str, files)))
+
+
+_ANALYZE_RUN = ("model", "corpus", "layers", "pooling", "max_occurrences", "min_count", "seed", "batch_size", "device")
+
+
+@app.command()
+@with_parameters(parameters(_ANALYZE_RUN, layers="all", pooling="pc,mean"))
+def analyze(
+    runs: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Run folders with an analysis.json: draw their measures in one set of plots, no model run."
+        ),
+    ] = None,
+    out: Annotated[
+        Optional[str],
+        typer.Option(help="Output folder. Default: outputs/<model>-<corpus> (outputs/contextuality with RUNS)."),
+    ] = None,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+    **run_options: Any,
+) -> None:
+    """How contextual is each layer: self-similarity, intra-sentence similarity, MEV and anisotropy (Ethayarajh
+    2019), from the occurrences of one distillation run (no second forward pass); analysis.md/json and plots."""
+    from distill.analysis.report import markdown, plot_measures, read_analysis
+
+    setup_logging(verbose)
+    with user_errors():
+        if runs:
+            analyses = [read_analysis(r) for r in runs]
+            folder = Path(out or "outputs/contextuality")
+            folder.mkdir(parents=True, exist_ok=True)
+            files = plot_measures(analyses, folder)
+            typer.echo("\n".join(markdown(a) for a in analyses))
+            typer.echo("wrote " + ", ".join(map(str, files)))
+            return
+        from distill.pipeline import run_pipeline
+
+        result = run_pipeline(config_from(run_options, out=out, analyze=True, progress=progress))
+    typer.echo((result.out / "analysis.md").read_text(encoding="utf-8"))
+    a = result.manifest["analysis"]
+    total = result.manifest["timings_seconds"]["total"]
+    typer.echo(f"analysis: {a['seconds']:.1f} s of {total:.1f} s; files in {result.out}")

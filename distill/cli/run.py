@@ -1,0 +1,106 @@
+"""``distill run`` and the commands on a finished run: neighbors, export, derive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
+from distill.cli.options import config_from, parameters, with_parameters
+from distill.config import Pooling
+from distill.derive import DerivePooling
+from distill.derive.postprocess import Combine
+from distill.serve.compress import DType as ExportDType
+from distill.serve.compress import Scale
+from distill.vectors.faiss_index import IndexKind
+
+
+@app.command()
+@with_parameters(parameters())
+def run(progress: ProgressOpt = True, verbose: VerboseOpt = False, **options: Any) -> None:
+    """Distil static vectors: word2vec .txt/.bin, a FAISS index and manifest.json per layer and pooling."""
+    from distill.pipeline import run_pipeline, summary
+
+    setup_logging(verbose)
+    with user_errors():
+        result = run_pipeline(config_from(options, progress=progress))
+    typer.echo(summary(result))
+
+
+@app.command()
+def neighbors(
+    vectors: Annotated[Path, typer.Argument(help="A .txt/.bin vector file, or a run folder.")],
+    words: Annotated[list[str], typer.Argument(help="Query words.")],
+    k: Annotated[int, typer.Option("-k", min=1, help="Neighbours per word.")] = 10,
+    layer: Annotated[Optional[int], typer.Option(help="Layer, when VECTORS is a run folder.")] = None,
+    pooling: Annotated[Pooling, typer.Option(help="Pooling, when VECTORS is a run folder.")] = Pooling.PC,
+    index: Annotated[
+        IndexKind,
+        typer.Option(help="FAISS index: flat (exact), hnsw (graph) or ivfpq (compressed); built once, kept beside."),
+    ] = IndexKind.FLAT,
+) -> None:
+    """Nearest neighbours by cosine similarity, searched in a FAISS index."""
+    from distill.serve.search import Searcher
+
+    with user_errors():
+        searcher = Searcher.open(vectors, layer=layer, pooling=pooling.value, kind=index)
+    for word, hits in zip(words, searcher.neighbors(words, k)):
+        if hits is None:
+            hint = "" if searcher.pieces is not None else " (distill run --pieces gives OOV words a vector)"
+            typer.echo(f"{word}: not in the vocabulary{hint}", err=True)
+            continue
+        source = " (from its pieces)" if searcher.vector(word)[1] == "pieces" else ""
+        typer.echo(f"{word}{source}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A distill run folder.")],
+    format: Annotated[
+        str, typer.Option(help="word2vec, kv (gensim), model2vec, sentence-transformers, npy; comma-separated.")
+    ] = "kv,model2vec,sentence-transformers,npy",
+    layer: Annotated[Optional[int], typer.Option(help="Layer to export. Default: the run's first.")] = None,
+    pooling: Annotated[Pooling, typer.Option(help="Pooling to export.")] = Pooling.PC,
+    dtype: Annotated[
+        ExportDType, typer.Option(help="Numbers stored (int8 keeps a float32 scale).")
+    ] = ExportDType.FLOAT32,
+    int8_scale: Annotated[Scale, typer.Option(help="int8 scale per vector or per dimension.")] = Scale.VECTOR,
+    dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
+    top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
+    out: Annotated[Optional[str], typer.Option(help="Output folder. Default: RUN_DIR/export.")] = None,
+) -> None:
+    """Write the vectors for serving: gensim .kv, model2vec and sentence-transformers folders, .npy + vocab."""
+    from distill.serve.export import export_run, parse_formats
+
+    with user_errors():
+        written = export_run(run_dir, layer=layer, pooling=pooling.value, formats=parse_formats(format), out=out,
+                             dtype=dtype, scale=int8_scale, dims=dims, top_words=top_words)  # fmt: skip
+    for path, size in written:
+        typer.echo(f"{size / 1e6:8.2f} MB  {path}")
+
+
+@app.command()
+def derive(
+    run_dir: Annotated[Path, typer.Argument(help="A finished distill run folder.")],
+    layers: Annotated[str, typer.Option(help="Layers to combine: 1, 1-6, 0,2,4 or all.")] = "1",
+    pooling: Annotated[
+        DerivePooling, typer.Option(help="pc, mean, or pc+mean (the sum of both, unit-normalised).")
+    ] = DerivePooling.PC,
+    combine: Annotated[Combine, typer.Option(help="Several layers: mean of unit vectors, or concat.")] = Combine.MEAN,
+    remove_top: Annotated[
+        Optional[int],
+        typer.Option(
+            help="All-but-the-top: remove the vocabulary mean and its D top principal directions (0: mean only)."
+        ),
+    ] = None,
+    whiten: Annotated[bool, typer.Option(help="PCA-whiten the vocabulary.")] = False,
+) -> None:
+    """Derive a better set from a run's layer files (no model runs): combined layers, pc+mean, all-but-the-top."""
+    from distill.derive import Recipe
+    from distill.derive import derive as derive_set
+
+    with user_errors():
+        name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten))
+    typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")

@@ -1,0 +1,115 @@
+"""Derived vector sets of a run: layers combined, pc+mean, dominant directions removed.
+
+``derive(run_dir, Recipe(layers="1-6", pooling="mean", remove_top=3))`` reads the run's per-layer sets,
+builds one set with :mod:`distill.derive.postprocess` and writes it beside them like any other set
+(``.txt``, ``.bin``, FAISS index), named for what was done, e.g. ``layers1-6.mean.top3``; the run's
+manifest lists it under ``derived``. No model runs again. The pipeline derives its recommended set the
+same way from the vectors it holds in memory (:func:`derived_vectors` with its own ``load_set``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.config import parse_choices, parse_layers
+from distill.derive.postprocess import Combine, combine, remove_top, unit, whiten
+from distill.errors import ConfigError
+from distill.files import write_json
+from distill.rundir import RunDir
+from distill.vectors.keyed import to_keyed_vectors
+
+#: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
+SetLoader = Callable[[int, str], Any]
+
+
+class DerivePooling(str, enum.Enum):
+    """Which pooled vectors of each layer enter the set."""
+
+    PC = "pc"
+    MEAN = "mean"
+    PC_MEAN = "pc+mean"  # the sum of a word's unit first-PC and unit mean vectors
+
+    def poolings(self) -> tuple[str, ...]:
+        return ("pc", "mean") if self is DerivePooling.PC_MEAN else (self.value,)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to derive one set: which layers and pooling, how to combine, what to remove."""
+
+    layers: str = "1"
+    pooling: DerivePooling = DerivePooling.PC
+    combine: Combine = Combine.MEAN
+    remove_top: int | None = None  # None: untouched; 0: centred only; D: all-but-the-top D
+    whiten: bool = False
+
+    def __post_init__(self) -> None:
+        for name, kind in (("pooling", DerivePooling), ("combine", Combine)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                object.__setattr__(self, name, parse_choices(kind, [value], name, many=False)[0])
+
+    def name(self, layers: list[int]) -> str:
+        span = f"layer{layers[0]}" if len(layers) == 1 else f"layers{layers[0]}-{layers[-1]}"
+        if len(layers) > 1 and layers != list(range(layers[0], layers[-1] + 1)):
+            span = "layers" + "_".join(map(str, layers))
+        parts = [span, self.pooling.value.replace("+", "-")]
+        if len(layers) > 1 and self.combine is not Combine.MEAN:
+            parts.append(self.combine.value)
+        if self.remove_top is not None:
+            parts.append(f"top{self.remove_top}")
+        if self.whiten:
+            parts.append("white")
+        if len(layers) == 1 and len(parts) == 2 and self.pooling is not DerivePooling.PC_MEAN:
+            parts.append("unit")  # one layer, untouched: unit vectors, never the run's own layerL.P file
+        return ".".join(parts)
+
+    def to_json(self, layers: list[int]) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(layers=layers, pooling=self.pooling.value, combine=self.combine.value)
+        return data
+
+
+def derived_vectors(recipe: Recipe, n_layers: int, load_set: SetLoader) -> tuple[list[str], np.ndarray, list[int]]:
+    """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set``."""
+    layers = list(parse_layers(recipe.layers, n_layers))
+    parts, words = [], None
+    for layer in layers:
+        for pooling in recipe.pooling.poolings():
+            try:
+                kv = load_set(layer, pooling)
+            except ConfigError as err:
+                raise ConfigError(f"{err}; distil layer {layer} with pooling {pooling} first") from err
+            if words is not None and kv.index_to_key != words:
+                raise ConfigError("the layer sets list different words; re-run the distillation")
+            words = list(kv.index_to_key)
+            parts.append(unit(kv.vectors))
+    if words is None:
+        raise ConfigError(f"no layer set for {recipe.layers}")
+    x = combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
+    if recipe.remove_top is not None:
+        x = remove_top(x, recipe.remove_top)
+    if recipe.whiten:
+        x = whiten(x)
+    return words, x, layers
+
+
+def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
+    """Write the derived set into the run folder; returns its name and its gensim ``KeyedVectors``."""
+    run = RunDir(run_dir)
+    manifest = run.manifest()
+    words, x, layers = derived_vectors(
+        recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling))
+    )
+    name = recipe.name(layers)
+    kv = to_keyed_vectors(words, x, run.counts(words))
+    run.write_set(name, kv)
+    manifest.setdefault("derived", {})[name] = recipe.to_json(layers)
+    write_json(manifest, run.manifest_path)
+    return name, kv

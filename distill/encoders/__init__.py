@@ -1,0 +1,86 @@
+"""Contextual models behind one interface, :class:`Encoder`: tokenize texts into windows with character
+offsets, and run windows to every layer's hidden states. A new model family is one module here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from distill.encoders.alignment import Window
+
+
+class Encoder(Protocol):
+    """A loaded model, ready to encode, with what the manifest records about it."""
+
+    name: str  # as the user gave it
+    source: str  # hub id or local folder
+    n_layers: int  # transformer layers; hidden states are 0..n_layers
+    hidden_size: int
+    max_length: int  # pieces per window
+    device: torch.device
+    dtype: torch.dtype
+    uncased: bool
+    revision: str | None
+    layers_run: int  # transformer layers actually run
+
+    @property
+    def vocab_size(self) -> int | None:
+        """Number of piece ids (for per-piece statistics); None when the model has no fixed piece vocabulary."""
+
+    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
+        """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
+
+    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
+        """Every hidden state of a right-padded batch, ``(B, width, hidden_size)`` each, and ``width``."""
+
+
+def is_elmo(source: str | Path) -> bool:
+    """Whether ``source`` is a folder with ELMo's ``options.json`` and weights."""
+    from distill.encoders.elmo import elmo_files
+
+    return elmo_files(source) is not None
+
+
+def load_encoder_config(name: str, source: str, revision: str | None = None, gguf_file: str | None = None) -> Any:
+    """The model's config alone (no weights), to check layers before anything heavy loads."""
+    if is_elmo(source):
+        from distill.encoders.elmo import elmo_config
+
+        return elmo_config(source)
+    from distill.encoders.huggingface import load_model_config
+
+    return load_model_config(name, source, revision, gguf_file)
+
+
+def load_encoder(
+    name: str,
+    source: str,
+    layers: tuple[int, ...],
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    max_length: int | None = None,
+    revision: str | None = None,
+    gguf_file: str | None = None,
+    config: Any = None,
+) -> Encoder:
+    """The encoder for ``source``: an ELMo folder, else a Hugging Face folder or hub id (GGUF too)."""
+    from distill.encoders.huggingface import load_model, resolve_device
+
+    if is_elmo(source):
+        from distill.encoders.elmo import load_elmo
+
+        return load_elmo(name, source, resolve_device(device), max_length)
+    return load_model(
+        name,
+        source,
+        layers,
+        device=device,
+        dtype=dtype,
+        max_length=max_length,
+        revision=revision,
+        gguf_file=gguf_file,
+        config=config,
+    )

@@ -1,0 +1,233 @@
+"""Hugging Face models behind the ``Encoder`` interface: local folders, hub ids and GGUF checkpoints, cut
+after the highest requested layer. No code from a model folder or the hub ever runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import torch
+
+from distill.encoders.alignment import Window, make_windows, truncating_backend
+from distill.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+#: Default window when neither the user nor the tokenizer gives a usable maximum.
+DEFAULT_MAX_LENGTH = 512
+#: Names of a final normalisation applied after the last layer (GPT-2, Llama, OPT).
+_FINAL_NORMS = ("ln_f", "norm", "final_layer_norm")
+
+
+@dataclass
+class HuggingFaceEncoder:
+    """The ``Encoder`` of a Hugging Face model: a fast tokenizer (offsets) and ``AutoModel`` (no LM head)."""
+
+    name: str  # as the user gave it
+    source: str  # hub id or local folder
+    model: Any
+    tokenizer: Any
+    n_layers: int  # transformer layers; hidden states are 0..n_layers
+    hidden_size: int
+    max_length: int
+    device: torch.device
+    dtype: torch.dtype
+    uncased: bool
+    revision: str | None = None
+    layers_run: int = 0  # transformer layers actually run
+    backends: dict[int, Any] = field(default_factory=dict, repr=False)  # truncating tokenizer per stride
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of piece ids (for per-piece statistics)."""
+        return len(self.tokenizer)
+
+    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
+        """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
+        if stride not in self.backends:
+            self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
+        return make_windows(self.backends[stride].encode_batch(texts, add_special_tokens=True))
+
+    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
+        """Right-padded forward pass; returns all hidden states and the padded length."""
+        width = max(len(w.ids) for w in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, window in enumerate(batch):
+            ids[i, : len(window.ids)] = torch.tensor(window.ids)
+            mask[i, : len(window.ids)] = 1
+        pin = self.device.type == "cuda"
+        if pin:
+            ids, mask = ids.pin_memory(), mask.pin_memory()
+        output = self.model(
+            input_ids=ids.to(self.device, non_blocking=pin),
+            attention_mask=mask.to(self.device, non_blocking=pin),
+            output_hidden_states=True,
+            use_cache=False,
+        )
+        return output.hidden_states, width
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers quickly; False when HF_HUB_OFFLINE is set."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() not in {"0", "", "false", "no"}:
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
+    """Local folder or local cache first; the hub only when it answers; a clear error otherwise.
+    ``trust_remote_code=False`` always: transformers then refuses a model that asks to run its own code,
+    rather than asking on stdin."""
+    is_local = Path(source).exists()
+    kwargs["trust_remote_code"] = False
+    try:
+        return loader.from_pretrained(source, local_files_only=True, **kwargs)
+    except (OSError, ValueError) as err:
+        if is_local:
+            raise ConfigError(
+                f"cannot load model {name!r} from the folder {source}: {err}. The folder needs config.json, "
+                "weights and tokenizer files as written by save_pretrained"
+            ) from err
+    if not hub_reachable():
+        raise ConfigError(
+            f"model {name!r} ({source}) is not in the local Hugging Face cache and the hub cannot be "
+            "reached (no network, or HF_HUB_OFFLINE=1). Download it where the hub is reachable "
+            f"(`hf download {source}`) and copy the cache, or point MODEL at a local folder, "
+            "e.g. MODEL=minilm (../shared/models/all-MiniLM-L6-v2)"
+        )
+    try:
+        return loader.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot load model {name!r} ({source}) from the hub: {err}") from err
+
+
+def load_model_config(name: str, source: str, revision: str | None = None, gguf_file: str | None = None) -> Any:
+    """The model's config alone (no weights), to check layers before anything heavy loads."""
+    from transformers import AutoConfig
+
+    config = _from_pretrained(AutoConfig, name, source, revision=revision, gguf_file=gguf_file)
+    if getattr(config, "num_hidden_layers", None) is None:
+        raise ConfigError(f"model {name!r} has no num_hidden_layers in its config; it is not a transformer encoder")
+    return config
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {device} asked for, but torch sees no CUDA GPU; use --device auto or cpu")
+    if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ConfigError("device mps asked for, but this machine has no Apple GPU; use --device auto or cpu")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise ConfigError(f"device {device} asked for, but torch sees {torch.cuda.device_count()} GPU(s)")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    if dtype == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+
+
+def is_uncased(tokenizer: Any) -> bool:
+    """True when the tokenizer lowercases its input (bert-base-uncased, MiniLM)."""
+    probe = "The Quick Brown Fox Visits Paris"
+    return tokenizer.tokenize(probe) == tokenizer.tokenize(probe.lower())
+
+
+def _layer_list(model: torch.nn.Module, n_layers: int) -> tuple[torch.nn.Module, str]:
+    """The ModuleList holding the transformer layers, and its attribute path."""
+    found = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers
+    ]
+    if not found:
+        raise ConfigError(f"cannot find the {n_layers} transformer layers of {type(model).__name__}")
+    name, module = min(found, key=lambda item: item[0].count("."))
+    return module, name
+
+
+def truncate_layers(model: torch.nn.Module, n_layers: int, keep: int) -> None:
+    """Run only the first ``keep`` layers; ``hidden_states[0..keep]`` stay what the full model gives.
+
+    A final norm that the full model applies after its last layer only (GPT-2's ``ln_f``, Llama's
+    ``norm``) is switched off, because ``hidden_states[keep]`` of the full model is taken before it.
+    """
+    if keep >= n_layers:
+        return
+    layers, path = _layer_list(model, n_layers)
+    parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
+    setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(list(layers)[:keep]))
+    for norm in _FINAL_NORMS:
+        if isinstance(getattr(parent, norm, None), torch.nn.Module):
+            setattr(parent, norm, torch.nn.Identity())
+
+
+def load_model(
+    name: str,
+    source: str,
+    layers: tuple[int, ...],
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    max_length: int | None = None,
+    revision: str | None = None,
+    gguf_file: str | None = None,
+    config: Any = None,
+) -> HuggingFaceEncoder:
+    """Tokenizer and base model (no LM head), cut after the highest requested layer, in eval mode."""
+    from transformers import AutoModel, AutoTokenizer
+
+    config = config or load_model_config(name, source, revision, gguf_file)
+    n_layers = int(config.num_hidden_layers)
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    tokenizer = _from_pretrained(AutoTokenizer, name, source, revision=revision, gguf_file=gguf_file)
+    if not getattr(tokenizer, "is_fast", True):
+        raise ConfigError(f"model {name!r} has no fast tokenizer (tokenizer.json); distill needs its offsets")
+    model = _from_pretrained(AutoModel, name, source, revision=revision, gguf_file=gguf_file, dtype=torch_dtype)
+    keep = max(1, max(layers))  # with no layer at all, transformers 5 records no hidden state
+    truncate_layers(model, n_layers, keep)
+    model.to(torch_device).eval()
+    limit = max_length or _model_max_length(tokenizer, config)
+    return HuggingFaceEncoder(
+        name=name,
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        n_layers=n_layers,
+        hidden_size=int(config.hidden_size),
+        max_length=limit,
+        device=torch_device,
+        dtype=torch_dtype,
+        uncased=is_uncased(tokenizer),
+        revision=revision or getattr(config, "_commit_hash", None),
+        layers_run=min(keep, n_layers),
+    )
+
+
+def _model_max_length(tokenizer: Any, config: Any) -> int:
+    candidates = [DEFAULT_MAX_LENGTH]
+    if 0 < getattr(tokenizer, "model_max_length", 0) < 1_000_000:
+        candidates.append(int(tokenizer.model_max_length))
+    if getattr(config, "max_position_embeddings", None):
+        candidates.append(int(config.max_position_embeddings))
+    return min(candidates)

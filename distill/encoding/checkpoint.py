@@ -1,0 +1,155 @@
+"""A run's work folder, ``<out>/.distill-work``: what a killed run needs to go on where it stopped.
+
+It holds the fingerprint of the run (options, corpus files' sizes and times, distill's version),
+the vocabulary once counted, the occurrence store's files and ``checkpoint.npz``, written
+atomically at chunk boundaries every ``--checkpoint-every`` seconds: rows filled so far, sentence
+chunks done, the encoder's counts and the observers' sums. The same command run again finds the
+fingerprint unchanged and goes on from the checkpoint; since chunks are encoded exactly as they
+would have been, the vectors equal those of an uninterrupted run. A changed option or corpus
+starts afresh. The folder is removed when the run succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from distill.config import Effect, RunConfig
+from distill.corpus import CorpusStats, Vocabulary, expand_corpus
+from distill.errors import ConfigError
+from distill.files import write_json
+from distill.rundir import LOCK_FILE, WORK_DIR
+
+logger = logging.getLogger(__name__)
+
+try:
+    import fcntl
+except ImportError:  # Windows: msvcrt's byte-range lock instead
+    fcntl = None  # type: ignore[assignment]
+
+
+def _try_lock(handle: IO[str]) -> bool:
+    """An exclusive lock on ``handle``'s file without waiting; False when another process holds it."""
+    if fcntl is not None:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    import msvcrt
+
+    try:
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+    except OSError:
+        return False
+    return True
+
+
+def _unlock(handle: IO[str]) -> None:
+    if fcntl is not None:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
+    """What must be unchanged for a checkpoint to be reused."""
+    # a run killed on the local engine can go on with Ray and the other way round: options that change
+    # only how a run is watched, saved or spread do not count
+    options = config.without(Effect.NONE)
+    files = []
+    for path in expand_corpus(corpus):
+        stat = os.stat(path)
+        files.append({"path": os.path.abspath(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return {"options": options, "corpus": files, "distill": version}
+
+
+class WorkDir:
+    """The work folder of one output folder, locked against a second run writing there at once."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.path = out / WORK_DIR
+        self._lock: IO[str] | None = None
+
+    def open(self, print_: dict[str, Any] | None) -> bool:
+        """Lock, then reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
+        self._lock = open(self.out / LOCK_FILE, "w")  # noqa: SIM115  (held until close())
+        if not _try_lock(self._lock):
+            self._lock.close()
+            self._lock = None
+            raise ConfigError(f"another distill run is writing to {self.out}; wait for it or give another --out")
+        saved = self.path / "fingerprint.json"
+        if print_ is not None and saved.is_file():
+            try:
+                if json.loads(saved.read_text(encoding="utf-8")) == print_:
+                    return True
+            except ValueError:
+                pass
+            logger.warning("%s is from a run with other options or corpus: starting afresh", self.path)
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True)
+        if print_ is not None:
+            write_json(print_, saved)
+        return False
+
+    def close(self, remove: bool) -> None:
+        """Release the lock; ``remove``: the run is done (or was never resumable), drop the folder."""
+        if remove:
+            shutil.rmtree(self.path, ignore_errors=True)
+        if self._lock is not None:
+            if remove:
+                (self.out / LOCK_FILE).unlink(missing_ok=True)
+            _unlock(self._lock)
+            self._lock.close()
+            self._lock = None
+
+    # -- the counting pass
+
+    def save_vocabulary(self, vocab: Vocabulary, stats: CorpusStats) -> None:
+        meta = {
+            "words": list(vocab.words),
+            "lowercase": vocab.lowercase,
+            "dropped": vocab.dropped,
+            "corpus": {k: getattr(stats, k) for k in ("files", "lines", "empty_lines", "replaced_lines", "words")},
+        }
+        np.save(self.path / "counts.npy", vocab.counts)
+        write_json(meta, self.path / "vocabulary.json")
+
+    def load_vocabulary(self) -> tuple[Vocabulary, CorpusStats] | None:
+        path = self.path / "vocabulary.json"
+        if not path.is_file():
+            return None
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        vocab = Vocabulary(
+            words=tuple(meta["words"]),
+            counts=np.load(self.path / "counts.npy"),
+            lowercase=meta["lowercase"],
+            dropped=meta["dropped"],
+        )
+        return vocab, CorpusStats(**meta["corpus"])
+
+    # -- the encoding pass
+
+    def save_checkpoint(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """One file, replaced atomically: the arrays and ``meta`` (JSON) of the state after a chunk."""
+        final = self.path / "checkpoint.npz"
+        tmp = self.path / "checkpoint.tmp.npz"
+        with open(tmp, "wb") as handle:
+            np.savez(handle, _meta=np.array(json.dumps(meta)), **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+
+    def load_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+        path = self.path / "checkpoint.npz"
+        if not path.is_file():
+            return None
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files if k != "_meta"}
+            meta = json.loads(str(data["_meta"]))
+        return arrays, meta

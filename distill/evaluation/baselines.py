@@ -1,0 +1,195 @@
+"""Same-corpus baselines: FastText and Word2Vec (gensim) and GloVe (distill.glove), trained on the words
+of a distillation's vocabulary with the same tokenisation, written as word2vec text files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.config import EncodingErrors
+from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines
+from distill.errors import ConfigError
+from distill.files import check_writable, write_json
+from distill.paths import slug
+from distill.vectors.keyed import to_keyed_vectors, write_word2vec
+
+logger = logging.getLogger(__name__)
+
+
+class Method(str, Enum):
+    FASTTEXT = "fasttext"
+    WORD2VEC = "word2vec"
+    GLOVE = "glove"
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """Options of ``distill baselines``; defaults as the published models where the corpus allows."""
+
+    corpus: tuple[str, ...]
+    out: Path | None = None
+    methods: tuple[Method, ...] = (Method.FASTTEXT, Method.WORD2VEC, Method.GLOVE)
+    vocab: str | None = None  # a run folder, its vocab.tsv, or a word list: train on exactly these words
+    lowercase: bool | None = None  # None: lowercase when the given vocabulary is all lower case, else True
+    min_count: int = 5  # without a vocabulary: words seen at least this often
+    dim: int = 300
+    window: int = 5  # FastText / Word2Vec (GloVe uses glove_window)
+    glove_window: int = 10
+    epochs: int = 10  # FastText / Word2Vec
+    glove_epochs: int = 25
+    workers: int = 2  # gensim threads; 1 makes FastText / Word2Vec deterministic
+    seed: int = 0
+    progress: bool = True
+    encoding_errors: EncodingErrors = EncodingErrors.STRICT
+
+
+@dataclass
+class BaselineResult:
+    out: Path
+    files: dict[str, Path] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def read_vocab(source: str) -> list[str]:
+    """Words of a run folder's ``vocab.tsv``, a ``vocab.tsv`` or a word list (first column), in order."""
+    path = Path(source)
+    if path.is_dir():
+        path = path / "vocab.tsv"
+    if not path.is_file():
+        raise ConfigError(f"vocabulary {path} not found; give a distill run folder, its vocab.tsv or a word list")
+    words = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not words:
+        raise ConfigError(f"vocabulary {path} lists no words")
+    return list(dict.fromkeys(words))
+
+
+def _sentences(config: BaselineConfig, index: dict[str, int], lowercase: bool, stats: CorpusStats) -> list[np.ndarray]:
+    out = []
+    for line in iter_lines(config.corpus, config.encoding_errors, stats):
+        ids = [i for w in WORD_RE.findall(line) if (i := index.get(fold(w, lowercase), -1)) >= 0]
+        if len(ids) > 1:
+            out.append(np.array(ids, dtype=np.int32))
+    return out
+
+
+def _train_gensim(method: Method, sentences: list[list[str]], config: BaselineConfig) -> Any:
+    from gensim.models import FastText, Word2Vec
+
+    cls = FastText if method is Method.FASTTEXT else Word2Vec
+    model = cls(
+        vector_size=config.dim,
+        window=config.window,
+        min_count=1,  # the vocabulary is already chosen
+        sg=1,  # skip-gram, as the published FastText and word2vec vectors
+        epochs=config.epochs,
+        workers=config.workers,
+        seed=config.seed,
+    )
+    model.build_vocab(corpus_iterable=sentences)
+    model.train(corpus_iterable=sentences, total_examples=len(sentences), epochs=config.epochs)
+    return model.wv
+
+
+def train_baselines(config: BaselineConfig) -> BaselineResult:
+    """Train each method on ``config.corpus``; write ``<method>.vec.txt`` and ``baselines.json`` to ``out``."""
+    from distill.evaluation.glove import GloveOptions, cooccurrence, train_glove
+
+    if not config.corpus:
+        raise ConfigError("give the corpus to train the baselines on: --corpus FILE")
+    out = check_writable(config.out or Path("outputs") / f"baselines-{slug(Path(config.corpus[0]).name)}")
+    stats = CorpusStats()
+    if config.vocab:
+        words = read_vocab(config.vocab)
+        lowercase = all(w == w.lower() for w in words) if config.lowercase is None else config.lowercase
+        words = list(dict.fromkeys(fold(w, lowercase) for w in words))
+    else:
+        lowercase = True if config.lowercase is None else config.lowercase
+        counts = count_words(iter_lines(config.corpus, config.encoding_errors), lowercase)
+        words = list(build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count).words)
+    index = {w: i for i, w in enumerate(words)}
+    t0 = time.perf_counter()
+    sentences = _sentences(config, index, lowercase, stats)
+    counts_arr = np.bincount(np.concatenate(sentences), minlength=len(words)) if sentences else np.zeros(len(words))
+    seen = counts_arr > 0
+    if not seen.any():
+        raise ConfigError("no word of the vocabulary occurs in the corpus; check the casing of both")
+    order = np.argsort(-counts_arr[seen], kind="stable")  # files list words by descending count
+    kept = np.flatnonzero(seen)[order]
+    kept_words = [words[i] for i in kept]
+    result = BaselineResult(out=out, seconds={"read_corpus": time.perf_counter() - t0})
+    records: dict[str, Any] = {}
+    for method in config.methods:
+        t0 = time.perf_counter()
+        logger.info("training %s on %d sentences, %d words", method.value, len(sentences), len(kept_words))
+        if method is Method.GLOVE:
+            options = GloveOptions(
+                dim=config.dim, window=config.glove_window, epochs=config.glove_epochs, seed=config.seed
+            )
+            fit = train_glove(cooccurrence(sentences, len(words), options.window).tocoo(), options, config.progress)
+            matrix = fit.vectors[kept]
+            params: dict[str, Any] = asdict(options)
+        else:
+            tokens = [[words[i] for i in s] for s in sentences]
+            wv = _train_gensim(method, tokens, config)
+            matrix = np.vstack([wv[w] for w in kept_words])
+            params = {
+                "dim": config.dim,
+                "window": config.window,
+                "epochs": config.epochs,
+                "sg": 1,
+                "workers": config.workers,
+                "seed": config.seed,
+            }
+        seconds = time.perf_counter() - t0
+        name = f"{method.value}.vec.txt"
+        write_word2vec(to_keyed_vectors(kept_words, matrix.astype(np.float32), counts_arr[kept]), out / name)
+        result.files[method.value] = out / name
+        result.seconds[method.value] = seconds
+        records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
+        logger.info("%s: %.1f s", method.value, seconds)
+    previous = out / "baselines.json"
+    if previous.is_file():  # keep the records of methods trained earlier on the same corpus and words
+        old = json.loads(previous.read_text(encoding="utf-8"))
+        if old.get("corpus_files") == stats.files and old.get("vocabulary", {}).get("size") == len(kept_words):
+            records = {**old.get("files", {}), **records}
+    manifest = {
+        "corpus": [Path(f["path"]).name for f in stats.files],
+        "corpus_files": stats.files,
+        "words": int(counts_arr.sum()),
+        "sentences": len(sentences),
+        "vocabulary": {
+            "source": config.vocab or f"min_count={config.min_count}",
+            "size": len(kept_words),
+            "lowercase": lowercase,
+            "not_in_corpus": int((~seen).sum()),
+        },
+        "files": records,
+    }
+    write_json(manifest, out / "baselines.json")
+    return result
+
+
+def describe(result: BaselineResult) -> str:
+    manifest = json.loads((result.out / "baselines.json").read_text())
+    lines = [f"{result.out}: {manifest['vocabulary']['size']} words, {manifest['words']:,} tokens"]
+    lines += [f"  {m}: {result.seconds[m]:.1f} s -> {p}" for m, p in result.files.items()]
+    return "\n".join(lines)
+
+
+def parse_methods(text: str | Sequence[str]) -> tuple[Method, ...]:
+    items = text.split(",") if isinstance(text, str) else list(text)
+    allowed = [m.value for m in Method]
+    out = []
+    for item in (i.strip() for i in items):
+        if item not in allowed:
+            raise ConfigError(f"unknown baseline {item!r}; use one of: {', '.join(allowed)}")
+        out.append(Method(item))
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,133 @@
+"""The paper's Table 1 in one call: distil every layer with both poolings, train same-corpus baselines,
+evaluate everything on one vocabulary, write the report and the score-by-layer plot."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from distill.config import Effect, RunConfig
+from distill.errors import ConfigError
+from distill.evaluation.baselines import BaselineConfig, Method, train_baselines
+from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
+from distill.evaluation.vectors import expand_paths, load_vectors
+from distill.paths import corpus_slug, data_dir, default_corpus, default_out
+from distill.rundir import BASELINES_DIR, TABLE_DIR, RunDir, read_vocab_counts
+
+logger = logging.getLogger(__name__)
+
+#: Published vectors shipped in the data folder, added as a baseline row when present.
+PUBLISHED = {"vectors/glove.6B.50d.cs124-4k.txt": "GloVe 6B 50d, published (4k-word subset)"}
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    runs: tuple[RunConfig, ...]  # one per model; layers and poolings as wanted in the table
+    methods: tuple[Method, ...] = (Method.FASTTEXT, Method.WORD2VEC, Method.GLOVE)
+    baseline_files: tuple[str, ...] = ()
+    published: bool = True  # add the published GloVe subset of the data folder
+    evaluation: EvalOptions = field(default_factory=EvalOptions)
+    out: Path | None = None  # one model: its run folder (default outputs/<model>-<corpus>), report in <out>/table;
+    # several models: each in outputs/<model>-<corpus> (reused), report in <out> (default outputs/table-<corpus>)
+    reuse: bool = True  # reuse a finished distillation / baseline folder made with the same options
+    progress: bool = True
+
+
+def _reusable_run(config: RunConfig, out: Path) -> bool:
+    """Whether ``out`` holds a finished run whose vectors are those ``config`` would give."""
+    run = RunDir(out)
+    if not run.is_run():
+        return False
+    saved = run.manifest()["config"]
+    defaults = RunConfig().to_json()  # a key older runs lack counts as its default
+    wanted = config.without(Effect.NONE, Effect.FILES)
+    return all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items())
+
+
+def make_table(
+    config: TableConfig, distil: Callable[[RunConfig], Any]
+) -> tuple[list[Row], list[Path], dict[str, float]]:
+    """Distil (``distil(run_config)``: the pipeline), train baselines, evaluate, write ``report.md``,
+    ``report.json`` and plots; return rows, files and timings."""
+    if not config.runs:
+        raise ConfigError("give at least one model")
+    corpus = config.runs[0].corpus or (str(default_corpus()),)
+    single = len(config.runs) == 1
+    root = Path(
+        config.out
+        or (default_out(config.runs[0].model, corpus) if single else Path("outputs") / f"table-{corpus_slug(corpus)}")
+    )
+    timings: dict[str, float] = {}
+    vector_files: list[Path] = []
+    for run in config.runs:
+        out = Path(run.out or (root if single else default_out(run.model, corpus)))
+        run = replace(run, out=str(out), corpus=run.corpus or corpus)
+        if config.reuse and _reusable_run(run, out):
+            logger.info("reusing the distillation in %s", out)
+        else:
+            t0 = time.perf_counter()
+            distil(run)
+            timings[f"distill {run.model}"] = time.perf_counter() - t0
+        vector_files += expand_paths([out])
+    vocab_dir = Path(config.runs[0].out or (root if single else default_out(config.runs[0].model, corpus)))
+    table_out = root / TABLE_DIR if single else root
+
+    baselines = []
+    if config.methods:
+        base_out = vocab_dir / BASELINES_DIR
+        manifest = base_out / "baselines.json"
+        have = json.loads(manifest.read_text())["files"] if manifest.is_file() else {}
+        if not (config.reuse and all(f"{m.value}.vec.txt" in have for m in config.methods)):
+            corpus = RunDir(vocab_dir).manifest()["config"]["corpus"]
+            result = train_baselines(
+                BaselineConfig(
+                    corpus=tuple(corpus),
+                    out=base_out,
+                    methods=config.methods,
+                    vocab=str(vocab_dir),
+                    seed=config.runs[0].seed,
+                    progress=config.progress,
+                )
+            )
+            timings.update({f"baseline {k}": v for k, v in result.seconds.items() if k != "read_corpus"})
+        baselines += [load_vectors(base_out / f"{m.value}.vec.txt") for m in config.methods]
+    extra = list(config.baseline_files)
+    labels: dict[str, str] = {}
+    if config.published:
+        for rel, label in PUBLISHED.items():
+            if (data_dir() / rel).is_file():
+                extra.append(str(data_dir() / rel))
+                labels[str(data_dir() / rel)] = label
+    baselines += [load_vectors(p, labels.get(p)) for p in extra]
+
+    vocab = list(read_vocab_counts(RunDir(vocab_dir).vocab_path))
+    t0 = time.perf_counter()
+    rows = evaluate_rows([load_vectors(p) for p in vector_files], config.evaluation, baselines, vocab, config.progress)
+    timings["evaluate"] = time.perf_counter() - t0
+    notes = _notes(vocab_dir, len(vocab), timings)
+    files = write_report(rows, config.evaluation, table_out, title="Static vectors against baselines", notes=notes)
+    return rows, files, timings
+
+
+def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[str]:
+    m = RunDir(run_dir).manifest()
+    corpus = ", ".join(Path(f["path"]).name for f in m["corpus"]["files"])
+    notes = [
+        f"corpus: {corpus} ({m['corpus']['words']:,} words); model: {m['model']['name']} ({m['model']['source']})",
+        f"every row is evaluated on the distillation's vocabulary ({n_vocab:,} words, "
+        f"{'lowercased' if m['vocabulary']['lowercase'] else 'cased'}, min count {m['config']['min_count']}): "
+        "words outside it count as missing, for the baselines too",
+        f"occurrences per word: at most {m['config']['max_occurrences']}, seed {m['config']['seed']}",
+    ]
+    base = run_dir / BASELINES_DIR / "baselines.json"
+    if base.is_file():
+        b = json.loads(base.read_text(encoding="utf-8"))
+        trained = "; ".join(f"{r['method']} {r['train_seconds']:.0f} s" for r in b["files"].values())
+        notes.append(f"same-corpus baselines trained on the same words and tokenisation ({trained})")
+    notes += [f"{k}: {v:.0f} s" for k, v in timings.items() if not k.startswith("baseline")]
+    return notes

