@@ -79,6 +79,8 @@ class Effect(str, enum.Enum):
 
 
 INPUT, SAMPLING, MODEL, OUTPUT, SCALE = "Input and vocabulary", "Sampling", "Model", "Output", "Scale"
+#: The order of the panels in ``distill run --help``.
+PANELS = (INPUT, SAMPLING, MODEL, OUTPUT, SCALE)
 
 
 def option(default: Any, help: str, panel: str, effect: Effect = Effect.VECTORS, **extra: Any) -> Any:

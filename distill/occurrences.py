@@ -130,7 +130,7 @@ def iter_jobs(
     occurrence of a word here is the k-th one counted.
     """
     # Python lists, not numpy arrays: take() runs once per word of the corpus, and indexing a list is
-    # 5x faster than a numpy scalar access
+    # much faster than a numpy scalar access
     seen = [0] * len(vocab)  # occurrences met so far, per word
     cursor = [0] * len(vocab)  # next position in chosen[w] / next row
     chosen = {w: picks.tolist() for w, picks in plan.chosen.items()}

@@ -32,7 +32,7 @@ from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
 from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.driver import EncodePass, encode_pass
-from distill.errors import ConfigError
+from distill.errors import ConfigError, require
 from distill.files import check_writable, write_json
 from distill.occurrences import SamplePlan, plan_sample
 from distill.paths import default_corpus, default_gguf, default_out, resolve_model
@@ -149,9 +149,14 @@ def plan_run(config: RunConfig) -> Plan:
     corpus = config.corpus or (str(default_corpus()),)
     if not config.corpus and not Path(corpus[0]).is_file():
         raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
-    if config.pieces and is_elmo(source):
-        raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
+    if is_elmo(source):
+        require("h5py", "elmo", "reading ELMo's weights")
+        if config.pieces:
+            raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
     gguf_file = config.gguf_file or default_gguf(config.model)
+    if gguf_file is not None:
+        require("gguf", "gguf", "loading GGUF weights")
+        require("accelerate", "gguf", "loading GGUF weights")
     model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
     n_layers = int(model_config.num_hidden_layers)
     asked = parse_layers(config.layers, n_layers)

@@ -51,7 +51,7 @@ def batched_first_pc(x: torch.Tensor, max_iter: int = 30, tol: float = 1e-5) -> 
     sigma = torch.zeros(len(x), dtype=x.dtype, device=x.device)
     xs, vs = x, v
     for _ in range(max_iter):
-        # x^T (x v) as the row vector (x v)^T x: both products read x in its own layout, 2x faster
+        # x^T (x v) as the row vector (x v)^T x: both products read x in its own layout
         xv = torch.bmm(xs, vs[:, :, None])
         sigma[active] = xv.norm(dim=(1, 2))  # |x v| of the step's start: off by O(step^2) relative
         w = torch.nn.functional.normalize(torch.bmm(xv.transpose(1, 2), xs).squeeze(1), dim=1)
@@ -114,7 +114,7 @@ def iter_word_blocks(
         steps = np.arange(width)
         valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
         rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0).ravel()
-        # one gather; torch's index_select runs on every core, 2x faster than numpy's fancy indexing
+        # one gather; torch's index_select runs on every core, numpy's fancy indexing on one
         block = torch.index_select(source, 0, torch.from_numpy(rows if position is None else position[rows]))
         block = block.view(len(ids), width, dim).float()
         if not valid.all():
@@ -142,7 +142,7 @@ def reduce_words(
     ``position``, logical row r lives at ``matrix[position[r]]`` (the store's append order). Words are
     processed in groups of similar size, padded with zero rows, of about ``max_elements`` numbers
     (default: 4M on a CPU, where a group that stays in the core's cache through the power iteration's
-    steps is 2x faster than a large one; 32M on a GPU). Returns (n_words, d) float32; words with no
+    steps beats a large one; 32M on a GPU). Returns (n_words, d) float32; words with no
     filled row get a zero vector (the caller drops them).
     """
     if max_elements is None:

@@ -8,6 +8,7 @@ import torch
 
 import distill
 from distill.encoders.elmo import Elmo, ProjectedLstm, char_ids, elmo_config, load_elmo
+from distill.errors import ConfigError
 
 from .conftest import TINY_CORPUS
 
@@ -157,3 +158,10 @@ def test_distillation_runs_on_elmo_layers_0_to_2(elmo_dir, tmp_path):
     assert result.manifest["layers"] == [0, 1, 2]
     assert result[2].vector_size == 16 and "king" in result[0].key_to_index
     assert result.manifest["occurrences"]["not_aligned"] == 0
+
+
+def test_pieces_on_elmo_is_refused_before_anything_is_written(elmo_dir, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="ELMo reads characters.*drop --pieces"):
+        distill.run(model=str(elmo_dir), corpus=[str(TINY_CORPUS)], out=str(out), pieces=True, progress=False)
+    assert not out.exists()

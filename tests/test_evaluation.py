@@ -14,6 +14,7 @@ from distill.evaluation.datasets import (
     load_similarity,
 )
 from distill.evaluation.metrics import (
+    Oov,
     evaluate_analogy,
     evaluate_categorization,
     evaluate_relational,
@@ -239,3 +240,23 @@ def test_google_accuracy_equals_gensim_evaluate_word_analogies():
         correct = sum(len(s["correct"]) for s in gensim_semantic)
         assert semantic.score * semantic.n_covered == pytest.approx(correct)
         assert semantic.n_covered + syntactic.n_covered == total.n_covered
+
+
+def test_nothing_covered_is_a_score_of_nothing_but_a_real_error_surfaces(monkeypatch):
+    import math
+
+    import distill.evaluation.report as report
+    from distill.evaluation.datasets import SimilarityDataset
+
+    kv = to_keyed_vectors(["a", "b"], np.eye(2, dtype=np.float32))
+    data = {"pairs": SimilarityDataset("pairs", (("x", "y"), ("y", "z")), (1.0, 2.0))}
+    options = report.EvalOptions(benchmarks=("pairs",), oov=(Oov.STANDARD,))
+    (score,) = report.score_vectors(kv, options, data)
+    assert math.isnan(score.score) and score.n_covered == 0
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug, not a missing word")
+
+    monkeypatch.setattr(report, "evaluate_similarity", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        report.score_vectors(kv, options, data)

@@ -219,6 +219,7 @@ def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(
     assert code == (-9 if sig == signal.SIGKILL else 130), stderr
     if sig == signal.SIGINT:
         assert "run the same command again to go on from the last checkpoint" in stderr
+        assert stderr.count("interrupted") == 1  # one line, not a log warning and a CLI line
     assert (out / WORK_DIR / "checkpoint.npz").is_file() and not (out / "manifest.json").exists()
 
     again = subprocess.run(cmd, capture_output=True, timeout=300)

@@ -54,7 +54,13 @@ def test_evaluate_writes_a_report_with_the_same_numbers(tmp_path):
     expected = evaluate_similarity(read_vectors(tmp_path / "mine.txt"), load_benchmark("ws353"))
     score = next(s for s in report["rows"][0]["scores"] if s["benchmark"] == "ws353")
     assert score["score"] == pytest.approx(expected.score) and score["n_covered"] == expected.n_covered
-    assert (tmp_path / "r" / "report.md").read_text().count("\n| ") >= 3
+    lines = (tmp_path / "r" / "report.md").read_text().splitlines()
+    # one score table (standard OOV) and the provenance table, each with both rows
+    assert sum(line.startswith("| mine.txt | ") for line in lines) == 2
+    assert sum(line.startswith("| glove.txt (baseline) | ") for line in lines) == 1
+    assert sum(line.startswith("| glove.txt | ") for line in lines) == 1
+    row = next(line for line in lines if line.startswith("| mine.txt | "))
+    assert f"{expected.score:.3f} ({expected.n_covered})" in row
     assert (tmp_path / "r" / "scores.png").read_bytes()[:4] == b"\x89PNG"
     bad = _cli("evaluate", str(tmp_path / "mine.txt"), "--benchmarks", "simlex")
     assert bad.returncode == 2 and "unknown benchmark simlex" in bad.stderr

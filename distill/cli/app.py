@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -28,7 +30,10 @@ ProgressOpt = Annotated[
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each stage.")]
 
 
-def setup_logging(verbose: bool) -> None:
+def setup_logging(verbose: bool, progress: bool = True) -> None:
+    """Log level and third-party noise; no Hugging Face progress bars in a log or with --no-progress."""
+    if not progress or not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("transformers", "huggingface_hub", "urllib3", "gensim", "faiss"):

@@ -89,7 +89,7 @@ def evaluate(
     from distill.evaluation.report import evaluate_rows, markdown, write_report
     from distill.evaluation.vectors import expand_paths, load_vectors
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress)
     with user_errors():
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
         files = expand_paths(list(vectors))
@@ -129,7 +129,7 @@ def baselines(
     """Train same-corpus FastText, Word2Vec (gensim, skip-gram) and GloVe baselines; word2vec text files."""
     from distill.evaluation.baselines import BaselineConfig, describe, parse_methods, train_baselines
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress)
     with user_errors():
         config = BaselineConfig(corpus=tuple(corpus), out=Path(out) if out else None, methods=parse_methods(methods),
                                 vocab=vocab, min_count=min_count, dim=dim, epochs=epochs, glove_epochs=glove_epochs,
@@ -176,7 +176,7 @@ def table(
     from distill.evaluation.table import TableConfig, make_table
     from distill.pipeline import run_pipeline
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress)
     with user_errors():
         runs = tuple(config_from(run_options, model=m, progress=progress) for m in model or ["minilm"])
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, Case.AUTO, runs[0].seed)
@@ -212,7 +212,7 @@ def analyze(
     2019), from the occurrences of one distillation run (no second forward pass); analysis.md/json and plots."""
     from distill.analysis.report import markdown, plot_measures, read_analysis
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress)
     with user_errors():
         if runs:
             analyses = [read_analysis(r) for r in runs]

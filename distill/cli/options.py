@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from distill.config import RunConfig
+from distill.config import PANELS, RunConfig
 
 
 @functools.cache
@@ -40,7 +40,8 @@ def parameters(names: Sequence[str] | None = None, **defaults: Any) -> list[insp
     """Keyword parameters for RunConfig's fields ``names`` (all but ``progress`` by default); ``defaults``
     overrides a field's default for one command."""
     out = []
-    for name, (f, hint) in _fields().items():
+    ordered = sorted(_fields().items(), key=lambda item: PANELS.index(item[1][0].metadata["panel"]))
+    for name, (f, hint) in ordered:
         if (names is None and name == "progress") or (names is not None and name not in names):
             continue
         decls = [f.metadata["flag"]] if "flag" in f.metadata else []

@@ -23,7 +23,7 @@ def run(progress: ProgressOpt = True, verbose: VerboseOpt = False, **options: An
     """Distil static vectors: word2vec .txt/.bin, a FAISS index and manifest.json per layer and pooling."""
     from distill.pipeline import run_pipeline, summary
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress)
     with user_errors():
         result = run_pipeline(config_from(options, progress=progress))
     typer.echo(summary(result))

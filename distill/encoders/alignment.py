@@ -47,7 +47,7 @@ def make_windows(encodings: list[Any]) -> list[Window]:
     overflow windows.
 
     The same windows as ``tokenizer(texts, truncation=True, return_overflowing_tokens=True, ...)``, read
-    straight from the Rust encodings: the Python dicts transformers builds on the way cost 4x the
+    straight from the Rust encodings: the Python dicts transformers builds on the way cost more than the
     tokenization itself.
     """
     windows: list[Window] = []

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from distill.encoders.alignment import Window
-from distill.errors import ConfigError
+from distill.errors import ConfigError, require
 
 MAX_CHARS = 50
 BOW, EOW, PAD, BOS_CHAR, EOS_CHAR = 258, 259, 260, 256, 257
@@ -138,7 +138,7 @@ class Elmo(nn.Module):
 
     def load_hdf5(self, path: str | Path) -> None:
         """Weights in the official TensorFlow-checkpoint layout."""
-        import h5py
+        h5py = require("h5py", "elmo", "reading ELMo's weights")
 
         with h5py.File(path, "r") as fin, torch.no_grad():
             emb = fin["char_embed"][...]

@@ -102,8 +102,8 @@ def gather_occurrences(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)).
 
-    One ``embedding_bag`` per layer (the pieces of an occurrence are one bag): 1.6x faster than
-    indexing, weighting and ``index_add_``."""
+    One ``embedding_bag`` per layer (the pieces of an occurrence are one bag): one
+    kernel instead of indexing, weighting and ``index_add_``."""
     device = hidden[0].device
     tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)])).to(device)
     sizes = np.concatenate([p.pieces for p in batch])

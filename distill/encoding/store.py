@@ -2,8 +2,8 @@
 
 Logical row ``offsets[w] + k`` is the k-th sampled occurrence of word ``w``; each word has at most
 ``cap`` rows, so the store's size is fixed by the vocabulary and the cap, not by the corpus. Vectors
-are appended in the order they are encoded (sequential writes are 20x faster than scattering them
-into fresh memory) and ``position[row]`` says where each landed; rows never filled (an occurrence
+are appended in the order they are encoded (sequential writes beat scattering them into fresh
+memory) and ``position[row]`` says where each landed; rows never filled (an occurrence
 the tokenizer could not align) point at a final zero row and are not counted in ``filled``.
 
 With a folder the matrices have ``layer{L}.npy`` files, one per layer, and a checkpoint
@@ -11,10 +11,10 @@ With a folder the matrices have ``layer{L}.npy`` files, one per layer, and a che
 
 - ``in_memory`` (when the store fits in memory): the matrices live in RAM, on transparent huge pages,
   and :meth:`flush` appends the rows written since the last flush to the files. A run that ends
-  before its first checkpoint writes nothing to disk: on this project's VM, writing the 2.7 GB of an
-  STS run with every layer cost 4-6 s of kernel CPU taken from the forward pass.
+  before its first checkpoint writes nothing to disk: writing costs kernel CPU that the forward pass
+  would otherwise have (benchmarks/RESULTS.md).
 - otherwise every write is appended to the files with ``pwrite`` (writing through a memory map
-  faults in every page and was 9x slower); they are read back through read-only memory maps and
+  faults in every page); they are read back through read-only memory maps and
   the page cache keeps what fits in memory.
 
 A full disk raises an error that says so. Vectors are float32, or float16 (half the disk and memory)
@@ -67,7 +67,7 @@ def store_in_memory(choice: str, n_rows: int, dim: int, n_layers: int, dtype: np
 
 def zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A zeroed array on transparent huge pages where the kernel offers them: first writes to 4 KiB
-    pages of fresh memory cost up to 4x the copy itself (2.7 GB: 1.2 s on huge pages, 1.8-6 s without)."""
+    pages of fresh memory cost more than the copy itself."""
     nbytes = math.prod(shape) * np.dtype(dtype).itemsize
     if nbytes < 2**21 or not hasattr(mmap, "MADV_HUGEPAGE"):
         return np.zeros(shape, dtype=dtype)
@@ -144,7 +144,7 @@ class OccurrenceStore:
             raise ValueError("an occurrence row was written twice")
         end = self.count + len(rows)
         if self._all is not None:
-            self._all[:, self.count : end] = vectors  # one copy for all layers: 1.6 s for STS, 2.7 s layer by layer
+            self._all[:, self.count : end] = vectors  # one copy for all layers, not one per layer
         else:
             for i, layer in enumerate(self.layers):
                 fd, offset = self._files[layer]
@@ -177,7 +177,7 @@ class OccurrenceStore:
         """The whole matrix of ``layer`` (rows in ``position`` order): in RAM, or a fresh read-only memory map
         of its file, unmapped when the caller drops it. Gathering words straight from the map costs no
         more than from memory (the rows were just written and sit in the page cache), and spares
-        reading the layer into a buffer first (0.4-1.2 s for 7 layers of STS)."""
+        reading the layer into a buffer first."""
         matrix = self.matrices[layer]
         if not isinstance(matrix, np.memmap):
             return matrix

@@ -11,7 +11,7 @@ from distill.files import check_writable
 from distill.rundir import EXPORT_DIR, RunDir
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
-from distill.serve.formats import Format, size_on_disk, write_format
+from distill.serve.formats import Format, check_formats_available, size_on_disk, write_format
 
 
 def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
@@ -32,6 +32,7 @@ def export_run(
     top_words: int | None = None,
 ) -> list[tuple[Path, int]]:
     """Export one layer and pooling of a run in ``formats``; returns (path, bytes on disk) per output."""
+    check_formats_available(formats)
     run = RunDir(run_dir)
     manifest = run.manifest()
     layer = manifest["layers"][0] if layer is None else layer

@@ -33,6 +33,17 @@ class Format(str, Enum):
     NPY = "npy"  # vectors.npy (+ scale.npy) + vocab.tsv
 
 
+#: The package a format needs beyond the base install, and the extra that installs it.
+_NEEDS = {Format.MODEL2VEC: "model2vec", Format.SENTENCE_TRANSFORMERS: "sentence_transformers"}
+
+
+def check_formats_available(formats: Sequence[Format]) -> None:
+    """Say which extra to install, before anything is written, when a format's package is missing."""
+    for fmt in formats:
+        if fmt in _NEEDS:
+            require(_NEEDS[fmt], "export", f"the {fmt.value} format")
+
+
 def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
     """A ``tokenizers`` word-level tokenizer over ``words`` + ``[UNK]``: BERT's split on spaces and
     punctuation (as distill's ``\\w+`` words), lowercasing when the vocabulary is lowercased."""

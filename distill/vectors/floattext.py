@@ -3,8 +3,8 @@
 Each value is written with 9 significant digits (enough to read back the same float32) in compact
 scientific notation without trailing zeros (``-1.2345678e-2``, ``3e-1``, ``0``). Each value fills 16
 byte slots (separator, sign, digit, point, 8 digits, ``e``, exponent sign, 2 exponent digits), written
-two at a time from tables of digit pairs; unused slots hold 0 and are dropped at the end. The lines of a
-word2vec text file come 4x faster than with ``np.savetxt(fmt="%.9g")`` (8,291 x 384 values: 0.16 s, 0.64 s).
+two at a time from tables of digit pairs; unused slots hold 0 and are dropped at the end: several times
+faster than ``np.savetxt(fmt="%.9g")`` (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _format_block(words: list[bytes], x: np.ndarray) -> bytes:
     line[:, : width // 2] = np.frombuffer(b"".join(w.ljust(width, b"\0") for w in words), _U16).reshape(n, -1)
     line[:, -1] = ord("\n")  # "\n" then NUL
     slots = line[:, width // 2 : -1].reshape(n, d, _PAIRS)
-    # divisions by a constant and np.take, not divmod and fancy indexing: 3x faster
+    # divisions by a constant and np.take, not divmod and fancy indexing: they vectorize better
     mantissa = mantissa.astype(np.int32)
     lead = mantissa // 10 ** (_DIGITS - 1)  # the first digit, then 8 more in 4 pairs
     rest = mantissa - lead * 10 ** (_DIGITS - 1)

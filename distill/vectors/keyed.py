@@ -29,7 +29,7 @@ def to_keyed_vectors(words: Sequence[str], vectors: np.ndarray, counts: np.ndarr
     if len(set(words)) != len(words):
         raise ValueError("duplicate words")
     kv = KeyedVectors(vector_size=vectors.shape[1], dtype=np.float32)
-    # direct assignment: add_vectors checks key by key, 100x slower for a large vocabulary
+    # direct assignment: add_vectors checks key by key, far slower for a large vocabulary
     kv.index_to_key = list(words)
     kv.key_to_index = {w: i for i, w in enumerate(kv.index_to_key)}
     kv.vectors = np.ascontiguousarray(vectors, dtype=np.float32)

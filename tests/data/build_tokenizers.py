@@ -18,6 +18,10 @@ if __name__ == "__main__":
         show_progress=False,
     )  # fmt: skip
     wordpiece.save_model(str(DATA / "wordpiece"))
+    vocab = (DATA / "wordpiece" / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"  # every word can be split, as in BERT's vocabulary
+    vocab += [t for c in letters for t in (c, f"##{c}") if t not in vocab]
+    (DATA / "wordpiece" / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(
         LINES, vocab_size=500, min_frequency=1, special_tokens=["<|endoftext|>"], show_progress=False

@@ -1,0 +1,129 @@
+"""The command line as a user meets it: one clear line and exit 2 on bad input, nothing left on disk,
+progress that suits a terminal or a log, choices typer lists and checks."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from distill.config import RunConfig
+from distill.errors import ConfigError
+from distill.progress import LogProgress
+
+from .conftest import TINY_CORPUS
+
+
+def _cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "300"}  # typer's usage errors are boxed at the terminal's width
+    return subprocess.run([sys.executable, "-m", "distill", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)  # fmt: skip
+
+
+def _error_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr  # one line, no traceback
+    return lines[0]
+
+
+def test_a_bad_layer_fails_before_the_output_folder_is_made(tiny_bert_dir, tmp_path):
+    out = tmp_path / "never"
+    done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--layers", "9", "--out", str(out))
+    assert done.returncode == 2
+    assert _error_line(done) == (
+        "error: layer 9 is out of range: this model has hidden states 0..2 (0 = embedding output, 1 = first layer)"
+    )
+    assert not out.exists()
+
+
+def test_a_negative_layer_names_the_rule_not_a_huge_range():
+    with pytest.raises(ConfigError, match="layer -1 is out of range: layers count from 0"):
+        RunConfig(layers="-1")
+
+
+def test_float16_on_a_machine_without_gpu_is_refused_with_device_auto():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: float16 is allowed there")
+    with pytest.raises(ConfigError, match="float16 is for GPUs"):
+        RunConfig(dtype="float16")  # device auto
+
+
+def test_choices_are_listed_and_checked_by_the_cli():
+    done = _cli("run", "--sampling", "random")
+    assert done.returncode == 2
+    assert "'random' is not one of 'uniform', 'greedy'" in done.stderr
+    help_text = _cli("run", "--help").stdout
+    for panel in ("Input and vocabulary", "Sampling", "Model", "Output", "Scale"):
+        assert panel in help_text
+    assert "--shuffle-buffer" in help_text and "uniform|greedy" in help_text
+
+
+def test_every_option_of_run_is_a_field_of_run_config_with_its_default():
+    import dataclasses
+    import inspect
+
+    from distill.cli.run import run
+
+    params = inspect.signature(run).parameters
+    for field in dataclasses.fields(RunConfig):
+        assert field.name in params, field.name
+        default = params[field.name].default
+        if field.name == "pooling":
+            assert default == "pc"
+        elif field.name == "corpus":
+            assert default is None
+        else:
+            assert default == field.default, field.name
+
+
+def test_a_missing_extra_names_the_extra_to_install(monkeypatch, tiny_bert_dir, tmp_path):
+    import distill
+    from distill.serve.export import export_run
+    from distill.serve.formats import Format
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), min_count=3,
+                      max_occurrences=5, progress=False)  # fmt: skip
+    monkeypatch.setitem(sys.modules, "model2vec", None)  # as if not installed
+    message = r'the model2vec format needs the package model2vec: pip install "distill\[export\]"'
+    with pytest.raises(ConfigError, match=message):
+        export_run(run.out, formats=[Format.KV, Format.MODEL2VEC], out=tmp_path / "export")
+    assert not (tmp_path / "export").exists()  # checked before anything is written
+
+
+def test_log_progress_writes_a_line_per_interval_not_bar_frames():
+    stream = io.StringIO()
+    bar = LogProgress(total=10, desc="encoding", unit="occ", every=0.0, file=stream)
+    bar.update(4)
+    bar.set_postfix(tok_s="1,000")
+    bar.update(6)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("encoding: 4/10 (40%) occ")
+    assert lines[1].startswith("encoding: 10/10 (100%) occ") and lines[1].endswith("tok_s=1,000")
+    assert "\r" not in stream.getvalue()
+
+
+def test_a_run_logged_to_a_file_has_no_progress_bar_frames(tiny_bert_dir, tmp_path):
+    done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--min-count", "3",
+                "--max-occurrences", "5", "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr  # stderr is a pipe here, as in CI or nohup
+
+
+def test_checkpoint_module_imports_without_fcntl(monkeypatch):
+    import importlib
+
+    import distill.encoding.checkpoint as checkpoint
+
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # as on Windows
+    try:
+        reloaded = importlib.reload(checkpoint)
+        assert reloaded.fcntl is None
+    finally:
+        monkeypatch.undo()
+        importlib.reload(checkpoint)
