@@ -55,32 +55,15 @@ def load_encoder_config(name: str, source: str, revision: str | None = None, ggu
 
 
 def load_encoder(
-    name: str,
-    source: str,
-    layers: tuple[int, ...],
-    *,
-    device: str = "auto",
-    dtype: str = "auto",
-    max_length: int | None = None,
-    revision: str | None = None,
-    gguf_file: str | None = None,
-    config: Any = None,
-) -> Encoder:
-    """The encoder for ``source``: an ELMo folder, else a Hugging Face folder or hub id (GGUF too)."""
+    name: str, source: str, layers: tuple[int, ...], *, device: str = "auto", max_length: int | None = None,
+    **options: Any,
+) -> Encoder:  # fmt: skip
+    """The encoder for ``source``: an ELMo folder, else a Hugging Face folder or hub id (GGUF too);
+    ``options`` (dtype, revision, gguf_file, config) go to :func:`distill.encoders.huggingface.load_model`."""
     from distill.encoders.huggingface import load_model, resolve_device
 
     if is_elmo(source):
         from distill.encoders.elmo import load_elmo
 
         return load_elmo(name, source, resolve_device(device), max_length)
-    return load_model(
-        name,
-        source,
-        layers,
-        device=device,
-        dtype=dtype,
-        max_length=max_length,
-        revision=revision,
-        gguf_file=gguf_file,
-        config=config,
-    )
+    return load_model(name, source, layers, device=device, max_length=max_length, **options)
