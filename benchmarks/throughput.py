@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from distill.config import RunConfig, parse_layers
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder, load_encoder_config
-from distill.encoding.batches import ChunkDone, EncodeStats, iter_batches
+from distill.encoding.batches import ChunkDone, iter_batches
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 from distill.pipeline import run_pipeline
@@ -40,8 +40,7 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     )
     plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
     jobs = iter_jobs(iter_lines(corpus), vocab, plan)
-    stats = EncodeStats()
-    batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, stats, batch_size=config.batch_size,
+    batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, batch_size=config.batch_size,
                                                                     stride=config.stride)
                if not isinstance(batch, ChunkDone)]  # fmt: skip
     tokens, seconds = 0, 0.0

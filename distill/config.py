@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import math
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -320,6 +321,30 @@ def _positive(name: str, value: int | None, allow_none: bool = False) -> None:
         raise ConfigError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
 
 
+_KINDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _matches(value: Any, kind: Any) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, kind)
+
+
+def _check_types(config: RunConfig) -> None:
+    """Scalar options hold what their field says (the Python API takes anything)."""
+    for name, hint in typing.get_type_hints(RunConfig).items():
+        args = typing.get_args(hint)
+        optional = type(None) in args
+        kind = next((a for a in args if a is not type(None)), hint) if optional else hint
+        if kind not in _KINDS:
+            continue
+        value = getattr(config, name)
+        if not (value is None and optional) and not _matches(value, kind):
+            raise ConfigError(f"--{name.replace('_', '-')} must be {_KINDS[kind]}, got {value!r}")
+
+
 def _check_numbers(config: RunConfig) -> None:
     for name in ("min_count", "max_occurrences", "batch_size", "chunk_size", "shuffle_buffer"):
         _positive(name, getattr(config, name))
@@ -362,6 +387,7 @@ def _check_paths(config: RunConfig) -> None:
 
 def check_config(config: RunConfig) -> None:
     """Every check that needs no model and no corpus read, so bad options fail in milliseconds."""
+    _check_types(config)
     _check_numbers(config)
     _check_device(config)
     _check_paths(config)

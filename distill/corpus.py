@@ -5,9 +5,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import logging
 import re
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,13 +50,42 @@ def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
 CORPUS_SUFFIXES = (".txt", ".gz")
 
 
+def _ours(folder: Path) -> set[str]:
+    """Files a distill run wrote in ``folder`` (its manifest lists them), never read as corpus text."""
+    manifest = folder / "manifest.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
+    except (ValueError, UnicodeDecodeError):
+        return set()
+    files = data.get("files") if isinstance(data, dict) and "distill_version" in data else None
+    return set(files) if isinstance(files, list) else set()
+
+
+def _corpus_files(root: Path) -> list[str]:
+    """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
+    run's work folder) nor an output of a distill run kept in the same folder."""
+    ours: dict[Path, set[str]] = {}
+    found = []
+    for path in root.rglob("*"):
+        if not path.name.endswith(CORPUS_SUFFIXES) or not path.is_file():
+            continue
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.parent not in ours:
+            ours[path.parent] = _ours(path.parent)
+        if path.name not in ours[path.parent]:
+            found.append(str(path))
+    return sorted(found)
+
+
 def expand_corpus(paths: Sequence[str]) -> list[str]:
-    """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted."""
+    """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted;
+    hidden files and the outputs of a distill run in that folder are left out."""
     files: list[str] = []
     for path in paths:
         folder = Path(path)
         if path != "-" and folder.is_dir():
-            found = sorted(str(f) for f in folder.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES))
+            found = _corpus_files(folder)
             if not found:
                 raise ConfigError(f"corpus folder {path} holds no .txt or .gz file")
             files += found
@@ -98,8 +129,10 @@ def iter_lines(
                 stats.lines += 1
                 total += 1
                 yield text
-        except (OSError, EOFError) as err:
-            raise ConfigError(f"cannot read corpus file {name}: {err}") from err
+        except (OSError, EOFError, zlib.error) as err:
+            raise ConfigError(
+                f"cannot read corpus file {name}: {err or type(err).__name__}; is it damaged or truncated?"
+            ) from err
         finally:
             if handle is not sys.stdin.buffer:
                 handle.close()
@@ -195,6 +228,11 @@ def build_vocabulary(
     if max_size is not None and len(kept) > max_size:
         dropped["over max_vocab"] += len(kept) - max_size
         kept = kept[:max_size]
+    if not kept and word_list is not None:
+        raise ConfigError(
+            f"none of the {len(word_list)} words of the vocabulary file occurs in the corpus; check the file "
+            f"and its casing ({'words are lowercased for this model' if lowercase else 'case is kept'})"
+        )
     if not kept:
         raise ConfigError(
             "the vocabulary is empty: no word passes the filters "

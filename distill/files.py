@@ -45,12 +45,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a fresh temporary folder beside ``path``; it replaces ``path`` if the block succeeds."""
     path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise OutputError(f"{path} exists and is not a folder (a file or a link); remove it or choose another --out")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
         yield tmp
-        if path.is_dir() and not path.is_symlink():
+        if path.is_dir():
             shutil.rmtree(path)
         os.replace(tmp, path)
     except OSError as err:

@@ -30,6 +30,7 @@ from distill.config import Pooling, RunConfig, best_layers, parse_layers
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
+from distill.encoding.batches import EncodeStats
 from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.driver import EncodePass, encode_pass
 from distill.errors import ConfigError, require
@@ -143,6 +144,18 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def check_window(config: RunConfig, model_config: Any) -> None:
+    """``--max-length`` within the model's positions, ``--stride`` under half the window."""
+    positions = getattr(model_config, "max_position_embeddings", None)
+    if config.max_length is not None and positions and config.max_length > positions:
+        raise ConfigError(f"--max-length {config.max_length} is more than this model reads: at most {positions} tokens")
+    window = config.max_length or min(512, positions or 256)
+    if config.stride >= window // 2:
+        raise ConfigError(
+            f"--stride {config.stride} must be under half the window of {window} tokens; lower it or raise --max-length"
+        )
+
+
 def plan_run(config: RunConfig) -> Plan:
     """Resolve and check everything that can be checked without loading weights or reading the corpus."""
     source = resolve_model(config.model)
@@ -158,6 +171,7 @@ def plan_run(config: RunConfig) -> Plan:
         require("gguf", "gguf", "loading GGUF weights")
         require("accelerate", "gguf", "loading GGUF weights")
     model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
+    check_window(config, model_config)
     n_layers = int(model_config.num_hidden_layers)
     asked = parse_layers(config.layers, n_layers)
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
@@ -169,6 +183,12 @@ def plan_run(config: RunConfig) -> Plan:
         layers = tuple(sorted(set(asked) | set(top)))
     out = Path(config.out) if config.out else default_out(config.model, corpus)
     return Plan(config, source, out, corpus, gguf_file, model_config, layers, sets, best)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """A folder this run made and left empty (bad input found while reading) is not left behind."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _spool_stdin(directory: Path) -> str:
@@ -207,6 +227,19 @@ def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -
                              alpha_only=config.alpha_only, word_list=word_list)  # fmt: skip
     work.save_vocabulary(vocab, stats)
     return vocab, stats
+
+
+#: Share of occurrences that may be only the tokenizer's unknown piece before a run is refused.
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_unknown(encode: EncodeStats, source: str) -> None:
+    """Refuse vectors that would come from the unknown token's states rather than the words."""
+    if encode.occurrences and encode.unknown > MAX_UNKNOWN_SHARE * encode.occurrences:
+        raise ConfigError(
+            f"{encode.unknown:,} of {encode.occurrences:,} occurrences are nothing but the tokenizer's unknown piece: "
+            f"the tokenizer of {source} does not fit this corpus (wrong tokenizer files, or another script)"
+        )
 
 
 @dataclass
@@ -327,6 +360,7 @@ def build_manifest(plan: Plan, encoder: Encoder, vocab: Vocabulary, stats: Corpu
         "planned": sample.n_rows,
         "encoded": encode.occurrences,
         "not_aligned": encode.not_aligned,
+        "unknown_token": encode.unknown,
         "per_word_max": config.max_occurrences,
         "per_word_mean": float(reduced.filled[reduced.keep].mean()),
         "sampling": encoded.sampling,
@@ -359,14 +393,16 @@ def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
     started, timings = time.perf_counter(), Timings()
     plan = plan_run(config)
+    created = not plan.out.exists()
     out = check_writable(plan.out)
     resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again
     work = WorkDir(out)
     reused = work.open(
         fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
     )
-    finished = False
+    finished = failed = False
     try:
+        RunDir(out).clear_previous()  # under the lock: a finished folder never mixes two runs
         if "-" in plan.corpus:
             plan = dataclasses.replace(
                 plan, corpus=tuple(_spool_stdin(work.path) if c == "-" else c for c in plan.corpus)
@@ -386,6 +422,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
                               resume=reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces) if o is not None])  # fmt: skip
         encoded.store.close()
+        check_unknown(encoded.encode, plan.source)
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         with timings("reduce_and_write"):
             reduced = reduce_and_write(plan, encoder, encoded, vocab, sample)
@@ -406,12 +443,15 @@ def run_pipeline(config: RunConfig) -> RunResult:
         return RunResult(out=out, vectors=reduced.vectors, manifest=manifest.to_json())
     except ConfigError:
         finished = True  # bad input: nothing worth resuming
+        failed = True
         raise
     except KeyboardInterrupt as err:
         how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
         raise RunInterrupted(f"interrupted; {how if resumable else 'stdin cannot be read again'}") from err
     finally:
         work.close(remove=finished or not resumable)
+        if created and failed:
+            _remove_if_empty(out)
 
 
 def run(**options: Any) -> RunResult:

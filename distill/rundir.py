@@ -32,6 +32,20 @@ EXPORT_DIR = "export"
 SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")
 #: ``layer{L}.{pooling}.txt`` or ``.bin``: a layer set's vector file.
 LAYER_FILE = re.compile(r"^layer(\d+)\.(\w+)\.(txt|bin)$")
+#: What :func:`distill.files.atomic_path` writes before the rename: ``.{name}.tmp-{pid}``.
+TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
+
+
+def is_our_manifest(data: Any) -> bool:
+    """Whether a parsed ``manifest.json`` is a distill run's."""
+    return isinstance(data, dict) and "distill_version" in data and isinstance(data.get("files"), list)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def set_name(layer: int, pooling: str) -> str:
@@ -82,10 +96,51 @@ class RunDir:
         return self.manifest_path.is_file()
 
     def manifest(self) -> dict[str, Any]:
-        """The ``manifest.json``; ConfigError when the folder is not a run."""
+        """The ``manifest.json`` of a finished run; ConfigError when the folder is not one."""
         if not self.manifest_path.is_file():
+            if any(LAYER_FILE.match(p.name) for p in self._entries()):
+                raise ConfigError(
+                    f"{self.path} holds vector files but no {MANIFEST}: the run that wrote them did not finish "
+                    "(killed, or the disk filled up); run it again"
+                )
             raise ConfigError(f"{self.path} is not a distill run folder (no {MANIFEST})")
-        return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        data = _read_json(self.manifest_path)
+        if not is_our_manifest(data):
+            raise ConfigError(f"{self.manifest_path} was not written by distill; {self.path} is not a run folder")
+        return data
+
+    def _entries(self) -> list[Path]:
+        return list(self.path.iterdir()) if self.path.is_dir() else []
+
+    def check_complete(self) -> dict[str, Any]:
+        """The manifest, once every file it lists is there and no vector set it does not list is."""
+        data = self.manifest()
+        listed = set(data["files"])
+        missing = sorted(name for name in listed if not (self.path / name).exists())
+        unlisted = sorted(p.name for p in self._entries() if LAYER_FILE.match(p.name) and p.name not in listed)
+        if missing or unlisted:
+            what = f"{missing[0]} is missing" if missing else f"{unlisted[0]} is not from its run"
+            raise ConfigError(f"{self.path} is incomplete or mixed ({what}); run the distillation again")
+        return data
+
+    def clear_previous(self) -> None:
+        """Before a new run writes here: the previous run's manifest goes first (the folder stops looking
+        finished), then the files it lists, and temporaries a killed run left. Files that no run of ours
+        wrote are left alone; a ``manifest.json`` distill did not write is refused."""
+        if self.manifest_path.exists():
+            data = _read_json(self.manifest_path) if self.manifest_path.is_file() else None
+            if data is None or not is_our_manifest(data):
+                raise ConfigError(
+                    f"{self.manifest_path} was not written by distill and would be overwritten; choose another --out"
+                )
+            self.manifest_path.unlink()
+            for name in data["files"]:
+                target = self.path / name
+                if target.is_file() or target.is_symlink():
+                    target.unlink()
+        for stale in self._entries():
+            if TEMPORARY.match(stale.name) and (stale.is_file() or stale.is_symlink()):
+                stale.unlink()
 
     def counts(self, words: Sequence[str]) -> np.ndarray | None:
         """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written."""
@@ -123,8 +178,16 @@ class RunDir:
         ]
 
     def load(self, name: str) -> Any:
-        """Set ``name`` as gensim ``KeyedVectors`` (from its binary file)."""
+        """Set ``name`` as gensim ``KeyedVectors`` (from its binary file), from a complete run only."""
+        data = self.check_complete()
+        if self.file(name, ".bin").name not in data["files"]:
+            raise ConfigError(f"{self.path} has no set {name}; its sets: {', '.join(sets_of(data))}")
         return load_file(self.file(name, ".bin"))
+
+
+def sets_of(manifest: dict[str, Any]) -> list[str]:
+    """The names of the vector sets a run's manifest lists."""
+    return [name.removesuffix(".bin") for name in manifest["files"] if name.endswith(".bin")]
 
 
 def load_file(path: str | Path) -> Any:

@@ -231,6 +231,12 @@ def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(
         assert (out / name).read_bytes() == (whole / name).read_bytes(), name
     analysis = [json.loads((d / "analysis.json").read_text())["layers"] for d in (out, whole)]
     assert analysis[0] == analysis[1]
+    # the counts too: chunks tokenized ahead of the checkpoint are not counted twice
+    full = json.loads((whole / "manifest.json").read_text())
+    for key in ("sentences", "windows", "long_sentences", "tokens"):
+        assert manifest["encoding"][key] == full["encoding"][key], key
+    for key in ("encoded", "not_aligned", "unknown_token"):
+        assert manifest["occurrences"][key] == full["occurrences"][key], key
     assert not (out / WORK_DIR).exists()
 
 

@@ -111,5 +111,6 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     kv = to_keyed_vectors(words, x, run.counts(words))
     run.write_set(name, kv)
     manifest.setdefault("derived", {})[name] = recipe.to_json(layers)
+    manifest["files"] += [f for f in run.set_files(name) if f not in manifest["files"]]
     write_json(manifest, run.manifest_path)
     return name, kv

@@ -24,6 +24,7 @@ class Encoder(Protocol):
     uncased: bool
     revision: str | None
     layers_run: int  # transformer layers actually run
+    unk_id: int | None  # the unknown piece (occurrences that are only this piece are counted), if any
 
     @property
     def vocab_size(self) -> int | None:

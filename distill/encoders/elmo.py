@@ -189,6 +189,7 @@ class ElmoEncoder:
     uncased: bool = False  # ELMo reads characters: case is kept
     revision: str | None = None
     layers_run: int = 0
+    unk_id: int | None = None  # characters: no unknown token
     token_ids: dict[str, int] = field(default_factory=dict)  # token string -> id, grown as text is read
     tokens: list[str] = field(default_factory=list)
 

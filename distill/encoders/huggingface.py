@@ -40,6 +40,7 @@ class HuggingFaceEncoder:
     uncased: bool
     revision: str | None = None
     layers_run: int = 0  # transformer layers actually run
+    unk_id: int | None = None  # the tokenizer's unknown piece, if it has one
     backends: dict[int, Any] = field(default_factory=dict, repr=False)  # truncating tokenizer per stride
 
     @property
@@ -85,6 +86,27 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     return True
 
 
+#: What a damaged or unreadable checkpoint raises while loading (safetensors' error is no OSError).
+_LOAD_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, RuntimeError, EOFError, KeyError)
+try:
+    from safetensors import SafetensorError
+
+    _LOAD_ERRORS += (SafetensorError,)
+except ImportError:  # pragma: no cover  (transformers depends on safetensors)
+    pass
+
+
+def _load_error(name: str, source: str, err: BaseException, where: str) -> ConfigError:
+    """One line for a model that failed to load: remote code refused, damaged weights, or the reason."""
+    reason = " ".join(str(err).split())
+    if "custom code" in reason or "trust_remote_code" in reason:
+        return ConfigError(
+            f"model {name!r} ({source}) asks to run Python code shipped with it; distill never runs code from a "
+            "model folder or the hub: use a model whose architecture transformers ships"
+        )
+    return ConfigError(f"cannot load model {name!r} {where}: {reason}")
+
+
 def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
     """Local folder or local cache first; the hub only when it answers; a clear error otherwise.
     ``trust_remote_code=False`` always: transformers then refuses a model that asks to run its own code,
@@ -93,12 +115,14 @@ def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
     kwargs["trust_remote_code"] = False
     try:
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
-    except (OSError, ValueError) as err:
+    except _LOAD_ERRORS as err:
         if is_local:
-            raise ConfigError(
-                f"cannot load model {name!r} from the folder {source}: {err}. The folder needs config.json, "
-                "weights and tokenizer files as written by save_pretrained"
-            ) from err
+            raise _load_error(
+                name, source, err, f"from the folder {source} (it needs config.json, weights and tokenizer files "
+                "as save_pretrained writes them, undamaged)"
+            ) from err  # fmt: skip
+        if "custom code" in str(err):
+            raise _load_error(name, source, err, "") from err
     if not hub_reachable():
         raise ConfigError(
             f"model {name!r} ({source}) is not in the local Hugging Face cache and the hub cannot be "
@@ -108,8 +132,8 @@ def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
         )
     try:
         return loader.from_pretrained(source, **kwargs)
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"cannot load model {name!r} ({source}) from the hub: {err}") from err
+    except _LOAD_ERRORS as err:
+        raise _load_error(name, source, err, f"({source}) from the hub") from err
 
 
 def load_model_config(name: str, source: str, revision: str | None = None, gguf_file: str | None = None) -> Any:
@@ -203,6 +227,7 @@ def load_model(
     tokenizer = _from_pretrained(AutoTokenizer, name, source, revision=revision, gguf_file=gguf_file)
     if not getattr(tokenizer, "is_fast", True):
         raise ConfigError(f"model {name!r} has no fast tokenizer (tokenizer.json); distill needs its offsets")
+    check_tokenizer(name, tokenizer, config)
     model = _from_pretrained(AutoModel, name, source, revision=revision, gguf_file=gguf_file, dtype=torch_dtype)
     keep = max(1, max(layers))  # with no layer at all, transformers 5 records no hidden state
     truncate_layers(model, n_layers, keep)
@@ -221,7 +246,19 @@ def load_model(
         uncased=is_uncased(tokenizer),
         revision=revision or getattr(config, "_commit_hash", None),
         layers_run=min(keep, n_layers),
+        unk_id=tokenizer.unk_token_id,
     )
+
+
+def check_tokenizer(name: str, tokenizer: Any, config: Any) -> None:
+    """Refuse a tokenizer that cannot be the model's: far fewer pieces than the model has embeddings (a
+    folder without its tokenizer files gets a stub that maps every word to the unknown token)."""
+    embeddings = int(getattr(config, "vocab_size", 0) or 0)
+    if embeddings and len(tokenizer) < embeddings // 2:
+        raise ConfigError(
+            f"the tokenizer of {name!r} knows {len(tokenizer):,} pieces but the model has {embeddings:,} embeddings: "
+            "its tokenizer files (tokenizer.json, vocab.txt ...) are missing or belong to another model"
+        )
 
 
 def _model_max_length(tokenizer: Any, config: Any) -> int:

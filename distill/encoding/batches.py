@@ -7,6 +7,7 @@ each occurrence are averaged. Observers (:class:`Observer`) see every batch.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,8 +46,15 @@ class EncodeStats:
     tokens: int = 0  # tokens through the model, special tokens included, padding excluded
     occurrences: int = 0  # occurrences written to the store
     not_aligned: int = 0  # occurrences with no piece in any window (dropped)
+    unknown: int = 0  # occurrences that are only the tokenizer's unknown piece
     forward_seconds: float = 0.0
     seconds: float = 0.0
+
+    def add(self, other: EncodeStats) -> None:
+        """Add ``other``'s counts and forward time (not its wall time) to these."""
+        for f in dataclasses.fields(self):
+            if f.name != "seconds":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 @dataclass
@@ -92,6 +100,9 @@ def prepare_chunk(model: Encoder, jobs: list[SentenceJob], stride: int, stats: E
             idx, mask, n_pieces = idx[ok], mask[ok], n_pieces[ok]
             if not len(idx):
                 continue
+        if model.unk_id is not None:
+            known = mask & (np.asarray(window.ids) != model.unk_id)[None, :]
+            stats.unknown += int((~known.any(axis=1)).sum())
         _, tok = mask.nonzero()  # row-major: each occurrence's pieces together
         prepared.append(PreparedWindow(window, rows[idx], tok, n_pieces))
     return prepared
@@ -133,15 +144,17 @@ def observe_batch(
 
 @dataclass(frozen=True)
 class ChunkDone:
-    """Marker that follows the last batch of chunk ``index`` (0-based) in :func:`iter_batches`."""
+    """Follows the last batch of chunk ``index`` (0-based) in :func:`iter_batches`, with what tokenizing the
+    chunk counted (sentences, windows, unaligned and unknown occurrences). The consumer adds them when it
+    has encoded the chunk, so a checkpoint never counts chunks that were tokenized ahead but not encoded."""
 
     index: int
+    counts: EncodeStats
 
 
 def iter_batches(
     model: Encoder,
     jobs: Iterable[SentenceJob],
-    stats: EncodeStats,
     *,
     batch_size: int = 64,
     stride: int = 32,
@@ -154,11 +167,12 @@ def iter_batches(
     before a checkpoint) are walked but not tokenized.
     """
     for index, chunk in enumerate(batched(jobs, chunk_size)):
+        counts = EncodeStats()
         if index >= skip_chunks:
-            prepared = prepare_chunk(model, chunk, stride, stats)
+            prepared = prepare_chunk(model, chunk, stride, counts)
             prepared.sort(key=lambda p: len(p.window.ids))
             yield from batched(prepared, batch_size)
-        yield ChunkDone(index)
+        yield ChunkDone(index, counts)
 
 
 def encode_batch(

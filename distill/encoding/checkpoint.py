@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import zipfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
-from distill.errors import ConfigError
+from distill.errors import ConfigError, OutputError
 from distill.files import write_json
 from distill.rundir import LOCK_FILE, WORK_DIR
 
@@ -78,6 +79,9 @@ class WorkDir:
 
     def open(self, print_: dict[str, Any] | None) -> bool:
         """Lock, then reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
+        for path in (self.path, self.out / LOCK_FILE):
+            if path.is_symlink():
+                raise ConfigError(f"{path} is a symbolic link; distill writes only inside --out: remove the link")
         self._lock = open(self.out / LOCK_FILE, "w")  # noqa: SIM115  (held until close())
         if not _try_lock(self._lock):
             self._lock.close()
@@ -149,7 +153,10 @@ class WorkDir:
         path = self.path / "checkpoint.npz"
         if not path.is_file():
             return None
-        with np.load(path) as data:
-            arrays = {k: data[k] for k in data.files if k != "_meta"}
-            meta = json.loads(str(data["_meta"]))
+        try:
+            with np.load(path) as data:
+                arrays = {k: data[k] for k in data.files if k != "_meta"}
+                meta = json.loads(str(data["_meta"]))
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            raise OutputError(f"the checkpoint {path} is damaged ({err}); run again with --restart") from err
         return arrays, meta

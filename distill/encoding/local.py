@@ -113,7 +113,7 @@ def encode_occurrences(
     tokens_before = stats.tokens
     bar = progress_bar(total, "encoding", "occ", not progress, initial=stats.occurrences)
     batches = iter_batches(
-        model, jobs, stats, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
+        model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
     )
     resumed = time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
@@ -121,6 +121,7 @@ def encode_occurrences(
             if interrupted.is_set():
                 raise KeyboardInterrupt
             if isinstance(batch, ChunkDone):
+                stats.add(batch.counts)
                 if on_chunk is not None and batch.index >= skip_chunks:
                     stats.seconds = time.perf_counter() - start
                     on_chunk(batch.index + 1, stats)

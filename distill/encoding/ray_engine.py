@@ -77,11 +77,12 @@ class ChunkEncoder:
         stats = EncodeStats()
         intra = IntraSentence(layers) if self.spec["analyze"] else None
         rows, vectors = [], []
-        batches = iter_batches(self.model, jobs, stats, batch_size=self.spec["batch_size"],
-                               stride=self.spec["stride"], chunk_size=len(jobs))  # fmt: skip
+        batches = iter_batches(self.model, jobs, batch_size=self.spec["batch_size"], stride=self.spec["stride"],
+                               chunk_size=len(jobs))  # fmt: skip
         with torch.inference_mode():
             for batch in batches:
                 if isinstance(batch, ChunkDone):
+                    stats.add(batch.counts)
                     continue
                 r, v = encode_batch(self.model, layers, batch, stats, [intra] if intra is not None else [])
                 rows.append(r)

@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from distill.errors import ConfigError
+from distill.rundir import LAYER_FILE, RunDir
 from distill.vectors.reader import read_vectors
 
 logger = logging.getLogger(__name__)
 
-_RUN_FILE = re.compile(r"^layer(\d+)\.(\w+)\.(txt|bin)$")
+_RUN_FILE = LAYER_FILE
 
 
 @dataclass
@@ -59,10 +59,13 @@ def _run_file_order(path: Path) -> tuple[int, str, int]:
 
 
 def expand_paths(paths: list[str | Path]) -> list[Path]:
-    """Files as given; a run folder stands for all of its ``layerL.P.txt`` files, in layer order."""
+    """Files as given; a run folder stands for all of its ``layerL.P.txt`` files, in layer order (a run
+    folder must be complete: its manifest lists exactly its vector files)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
+            if any(_RUN_FILE.match(f.name) for f in p.iterdir()):
+                RunDir(p).check_complete()
             files = sorted(
                 (f for f in p.iterdir() if _RUN_FILE.match(f.name) and f.suffix == ".txt"),
                 key=_run_file_order,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,27 @@ from distill.vectors.keyed import to_keyed_vectors
 logger = logging.getLogger(__name__)
 
 
+#: What a damaged or truncated file (``.gz`` too) raises while it is read.
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:  # type: ignore[operator]
-        for line_no, raw in enumerate(handle, start=1):
-            try:
-                yield line_no, raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise ConfigError(f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?") from err
+    line_no = 0
+    try:
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            for line_no, raw in enumerate(handle, start=1):
+                try:
+                    yield line_no, raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise ConfigError(
+                        f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"
+                    ) from err
+    except _READ_ERRORS as err:
+        raise ConfigError(
+            f"{path}, after line {line_no}: cannot read on ({err or type(err).__name__}); the file is damaged or "
+            "truncated"
+        ) from err
 
 
 def _header(first: str) -> tuple[int, int] | None:
@@ -58,17 +72,7 @@ def read_text_vectors(path: str | Path) -> Any:
             dim = len(text.split()) - 1  # GloVe: the first vector line tells the dimension
             if dim < 1:
                 raise ConfigError(f"{path}, line {line_no}: expected a word and its numbers, got {text[:80]!r}")
-        parts = text.rsplit(None, dim)  # the word may hold spaces (GloVe 840B has a few such tokens)
-        if len(parts) != dim + 1 or not parts[0]:
-            raise ConfigError(
-                f"{path}, line {line_no}: expected a word and {dim} numbers, found {len(text.split()) - 1}; "
-                "the file is corrupt or not in word2vec/GloVe text format"
-            )
-        try:
-            vector = np.array(parts[1:], dtype=np.float32)
-        except ValueError as err:
-            bad = next(p for p in parts[1:] if not _is_float(p))
-            raise ConfigError(f"{path}, line {line_no}: {bad!r} is not a number") from err
+        parts, vector = _parse_line(text, dim, f"{path}, line {line_no}")
         if parts[0] in seen:
             duplicates += 1
             continue
@@ -85,6 +89,44 @@ def read_text_vectors(path: str | Path) -> Any:
     if duplicates:
         logger.warning("%s: %d duplicate words; the first vector of each was kept", path, duplicates)
     return to_keyed_vectors(words, np.vstack(rows))
+
+
+def _check_binary_header(path: Path) -> None:
+    """A word2vec binary file's ``count dim`` header, checked against the file's size before gensim
+    allocates what the header announces."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            first = handle.readline(100)
+    except _READ_ERRORS as err:
+        raise ConfigError(f"{path}: cannot read it ({err or type(err).__name__}); is it damaged?") from err
+    fields = first.split()
+    if len(fields) != 2 or not all(f.isdigit() for f in fields) or int(fields[1]) == 0:
+        raise ConfigError(f"{path} does not start with a word2vec binary header (count dim); is it a vector file?")
+    count, dim = int(fields[0]), int(fields[1])
+    if path.suffix != ".gz" and count * (dim * 4 + 2) > path.stat().st_size:
+        raise ConfigError(
+            f"{path}: its header announces {count:,} vectors of {dim} numbers, more than the file holds; "
+            "the file is truncated or not a word2vec binary file"
+        )
+
+
+def _parse_line(text: str, dim: int, where: str) -> tuple[list[str], np.ndarray]:
+    """A vector line's word (and numbers as text) and its float32 vector; ConfigError saying what is wrong."""
+    parts = text.rsplit(None, dim)  # the word may hold spaces (GloVe 840B has a few such tokens)
+    if len(parts) != dim + 1 or not parts[0]:
+        raise ConfigError(
+            f"{where}: expected a word and {dim} numbers, found {len(text.split()) - 1}; "
+            "the file is corrupt or not in word2vec/GloVe text format"
+        )
+    try:
+        vector = np.array(parts[1:], dtype=np.float32)
+    except ValueError as err:
+        bad = next(p for p in parts[1:] if not _is_float(p))
+        raise ConfigError(f"{where}: {bad!r} is not a number") from err
+    if not np.isfinite(vector).all():
+        raise ConfigError(f"{where}: the vector of {parts[0]!r} holds NaN or infinity")
+    return parts, vector
 
 
 def _is_float(text: str) -> bool:
@@ -105,7 +147,13 @@ def read_vectors(path: str | Path) -> Any:
         return read_text_vectors(path)
     from gensim.models import KeyedVectors
 
+    _check_binary_header(path)
     try:
-        return KeyedVectors.load_word2vec_format(str(path), binary=True)
-    except (ValueError, EOFError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path} is not a readable word2vec binary file ({err}); is it truncated?") from err
+        kv = KeyedVectors.load_word2vec_format(str(path), binary=True)
+    except (ValueError, UnicodeDecodeError, *_READ_ERRORS) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise ConfigError(f"{path} is not a readable word2vec binary file ({reason}); is it truncated?") from err
+    bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
+    if len(bad):
+        raise ConfigError(f"{path}: the vector of {kv.index_to_key[bad[0]]!r} (row {bad[0] + 1}) holds NaN or infinity")
+    return kv
