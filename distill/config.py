@@ -238,6 +238,13 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    teacher: bool = option(
+        False,
+        "Also keep the model's own sentence embedding of every encoded sentence (teacher.npz; its "
+        "sentence-transformers pooling), for distill tune. Runs every layer of the model.",
+        OUTPUT,
+        Effect.FILES,
+    )
     store_dtype: StoreDType = option(
         StoreDType.AUTO,
         "Numbers in the occurrence store: float32, float16 (half the memory and disk), or auto (float16 when "
@@ -391,6 +398,6 @@ def check_config(config: RunConfig) -> None:
     _check_numbers(config)
     _check_device(config)
     _check_paths(config)
-    if config.engine is Engine.RAY and config.pieces:
-        raise ConfigError("--pieces is not available with --engine ray; run it with --engine local")
+    if config.engine is Engine.RAY and (config.pieces or config.teacher):
+        raise ConfigError("--pieces and --teacher are not available with --engine ray; run with --engine local")
     parse_layers(config.layers, n_layers=None)  # the range is checked once the model's depth is known

@@ -41,6 +41,7 @@ from distill.progress import track
 from distill.reduction import reduce_words
 from distill.rundir import MANIFEST, VOCAB, RunDir, load, set_name, write_vocab
 from distill.serve.pieces import PieceSums
+from distill.tune.teacher import TeacherTargets, teacher_pooling
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
@@ -181,6 +182,8 @@ def plan_run(config: RunConfig) -> Plan:
         top = best_layers(n_layers)
         best = Recipe(layers=f"{top[0]}-{top[-1]}", pooling="mean", combine="mean")
         layers = tuple(sorted(set(asked) | set(top)))
+    if config.teacher:  # the teacher's sentence embedding pools the last layer
+        layers = tuple(sorted(set(layers) | {n_layers}))
     out = Path(config.out) if config.out else default_out(config.model, corpus)
     return Plan(config, source, out, corpus, gguf_file, model_config, layers, sets, best)
 
@@ -418,9 +421,10 @@ def run_pipeline(config: RunConfig) -> RunResult:
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), sample.n_rows)
         intra = IntraSentence(plan.layers) if config.analyze else None
         pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
+        teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None
         encoded = encode_pass(encoder, _lines(plan, None, None), vocab, sample, plan.layers, config, work,
                               resume=reused, corpus_lines=stats.lines,
-                              observers=[o for o in (intra, pieces) if o is not None])  # fmt: skip
+                              observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip
         encoded.store.close()
         check_unknown(encoded.encode, plan.source)
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
@@ -429,6 +433,8 @@ def run_pipeline(config: RunConfig) -> RunResult:
             best = write_best(plan, reduced) if plan.best is not None else None
             if pieces is not None:
                 reduced.files += [p.name for p in pieces.write(out)]
+            if teacher is not None:
+                reduced.files.append(teacher.write(out).name)
         manifest = build_manifest(plan, encoder, vocab, stats, sample, encoded, reduced, lowercase)
         if config.analyze:
             with timings("analysis"):

@@ -32,6 +32,8 @@ EXPORT_DIR = "export"
 SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")
 #: ``layer{L}.{pooling}.txt`` or ``.bin``: a layer set's vector file.
 LAYER_FILE = re.compile(r"^layer(\d+)\.(\w+)\.(txt|bin)$")
+#: ``layer{L}.{pooling}``: the name of a single layer's set.
+SET_LAYER = re.compile(r"^layer(\d+)\.(pc|mean)$")
 #: What :func:`distill.files.atomic_path` writes before the rename: ``.{name}.tmp-{pid}``.
 TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
 
@@ -160,6 +162,20 @@ class RunDir:
                 f"unknown pooling {pooling!r}; use one of: {', '.join(p.value for p in Pooling)}"
             ) from err
 
+    def resolve_set(self, vector_set: str | None = None, layer: int | None = None, pooling: str | None = None) -> str:
+        """The set a user means: ``vector_set`` by name (``best``: the recommended one), else a layer and
+        pooling, else the recommended set when the run has one, else its first layer's set."""
+        data = self.manifest()
+        if vector_set is not None and (layer is not None or pooling is not None):
+            raise ConfigError("give either --set or --layer/--pooling, not both")
+        if vector_set is None and (layer is not None or pooling is not None or not data.get("best")):
+            return self.set_for(layer, pooling or Pooling.PC.value)
+        name = data.get("best") if vector_set in (None, "best") else vector_set
+        if name is None or name not in sets_of(data):
+            what = "no recommended set (distil with --best)" if name is None else f"no set {name}"
+            raise ConfigError(f"{self.path} has {what}; its sets: {', '.join(sets_of(data))}")
+        return name
+
     def set_files(self, name: str) -> list[str]:
         """The file names of set ``name``."""
         return [f"{name}{suffix}" for suffix in SET_SUFFIXES]
@@ -200,13 +216,15 @@ def load_file(path: str | Path) -> Any:
     return KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
 
 
-def load(path: str | Path, layer: int | None = None, pooling: str = "pc") -> Any:
-    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a run folder and a layer.
+def load(path: str | Path, layer: int | None = None, pooling: str | None = None, vector_set: str | None = None) -> Any:
+    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a set of a run folder: by name
+    (``vector_set``, ``"best"`` for the recommended one), by layer and pooling, or by default the recommended
+    set (the first layer's when the run has none).
 
     Needs only numpy and gensim (no torch), so a service can import it cheaply.
     """
     path = Path(path)
     if path.is_dir():
         run = RunDir(path)
-        return run.load(run.set_for(layer, pooling))
+        return run.load(run.resolve_set(vector_set, layer, pooling))
     return load_file(path)

@@ -1,5 +1,7 @@
 """Every export format through its real loader, compression error bounds, FAISS index kinds."""
 
+import json
+
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors
@@ -54,7 +56,7 @@ def test_pca_keeps_the_top_directions(rng):
 
 def test_every_format_round_trips_through_its_loader(run_dir, tmp_path):
     kv = distill.load(run_dir, layer=1)
-    written = dict((p.name, p) for p, _ in export_run(run_dir, formats=list(Format), out=tmp_path))
+    written = dict((p.name, p) for p, _ in export_run(run_dir, formats=list(Format), out=tmp_path, weighting="none"))
     text = KeyedVectors.load_word2vec_format(str(written["layer1.pc.txt"]))
     assert text.index_to_key == kv.index_to_key
     native = KeyedVectors.load(str(written["layer1.pc.kv"]), mmap="r")
@@ -81,7 +83,7 @@ def test_compressed_exports_read_back_close_to_the_originals(run_dir, tmp_path):
     written = dict(
         (p.name, p)
         for p, _ in export_run(
-            run_dir, formats=[Format.NPY, Format.MODEL2VEC], out=tmp_path, dtype="int8", top_words=20
+            run_dir, formats=[Format.NPY, Format.MODEL2VEC], out=tmp_path, dtype="int8", top_words=20, weighting="none"
         )
     )
     small = read_npy(written["layer1.pc.top20.int8.npy"])
@@ -92,12 +94,15 @@ def test_compressed_exports_read_back_close_to_the_originals(run_dir, tmp_path):
 
     m2v = StaticModel.from_pretrained(str(written["layer1.pc.top20.int8.model2vec"]))
     np.testing.assert_allclose(m2v.encode([kv.index_to_key[5]])[0], small.vectors[5], atol=1e-6)
-    reduced = export_run(run_dir, formats=[Format.NPY], out=tmp_path, dims=4)
-    assert read_npy(reduced[0][0]).vector_size == 4
+    reduced = export_run(run_dir, formats=[Format.NPY], out=tmp_path / "d4", dims=4)
+    assert reduced[0][0] == tmp_path / "d4"  # one folder format: --out is the folder itself
+    assert read_npy(tmp_path / "d4").vector_size == 4
+    with pytest.raises(ConfigError, match="holds files that distill did not export"):
+        export_run(run_dir, formats=[Format.NPY], out=tmp_path)  # never replaces a folder of the user's
     with pytest.raises(ConfigError, match="unknown format 'onnx'"):
         parse_formats("kv,onnx")
     with pytest.raises(ConfigError, match="model2vec keeps one weight per token"):
-        export_run(run_dir, formats=[Format.MODEL2VEC], out=tmp_path, dtype="int8", scale="dimension")
+        export_run(run_dir, formats=[Format.MODEL2VEC], out=tmp_path / "m", dtype="int8", scale="dimension")
 
 
 def test_index_kinds_against_exact_search(rng):
@@ -174,9 +179,29 @@ def test_oov_words_get_neighbours_and_sentence_vectors_from_their_pieces(pieces_
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("kingqqq (from its pieces): king 1.000")
-    written = export_run(pieces_run, pooling="mean", formats=[Format.SENTENCE_TRANSFORMERS], out=tmp_path)
+    written = export_run(pieces_run, pooling="mean", formats=[Format.SENTENCE_TRANSFORMERS], out=tmp_path / "st")
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(str(written[0][0]), device="cpu")
     oov, known = st.encode(["kingqqq", "king"])
     assert oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir, tmp_path):
+    from model2vec import StaticModel
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      best=True, min_count=3, max_occurrences=5, progress=False)  # fmt: skip
+    best = run.manifest["best"]
+    # the default set: best
+    ((path, _),) = export_run(run.out, formats=[Format.MODEL2VEC], out=tmp_path / "model", weighting="none")
+    assert path == tmp_path / "model"
+    model = StaticModel.from_pretrained(str(path))
+    word = run[best].index_to_key[2]
+    np.testing.assert_allclose(model.encode([word])[0], run[best][word], atol=1e-6)
+    assert json.loads((path / "export.json").read_text())["set"] == best
+    again = export_run(run.out, vector_set="layer1.pc", formats=[Format.MODEL2VEC], out=tmp_path / "model")
+    assert json.loads((again[0][0] / "export.json").read_text())["set"] == "layer1.pc"  # an export is replaced
+    with pytest.raises(ConfigError, match="has no set layer2.pc; its sets: layer1.pc, layer2.mean.unit"):
+        export_run(run.out, vector_set="layer2.pc", formats=[Format.NPY], out=tmp_path / "x")
+    assert distill.load(run.out).index_to_key == run[best].index_to_key  # load's default is the recommended set too

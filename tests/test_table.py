@@ -102,3 +102,22 @@ def test_table_distils_every_layer_trains_baselines_and_plots(tiny_bert_dir, tmp
     again = _cli(*args, "-v")  # everything is reused: no second distillation or training
     assert again.returncode == 0 and "reusing the distillation" in again.stderr
     assert "training" not in again.stderr
+
+
+def test_evaluate_scores_sentences_of_a_run_and_of_its_model2vec_export(tiny_bert_dir, tmp_path):
+    import distill
+    from distill.serve.export import export_run
+    from distill.serve.formats import Format
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      min_count=2, max_occurrences=5, progress=False)  # fmt: skip
+    (model, _), = export_run(run.out, formats=[Format.MODEL2VEC], out=tmp_path / "m2v")  # fmt: skip
+    done = _cli("evaluate", str(run.out), str(model), "--benchmarks", "sts", "--out", str(tmp_path / "r"),
+                "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sentences = json.loads((tmp_path / "r" / "report.json").read_text())["sentences"]
+    assert [s["label"] for s in sentences] == ["run layer1.pc (sif.unit)", "m2v (model2vec)"]
+    # the export bakes in the recipe the run folder is scored with: the same sentence vectors, the same scores
+    assert sentences[0]["per_year"] == pytest.approx(sentences[1]["per_year"], abs=1e-6)
+    assert all(s["n_pairs"] == 14778 for s in sentences)
+    assert "## Sentences: STS 2012-2016" in (tmp_path / "r" / "report.md").read_text()

@@ -87,7 +87,9 @@ def test_run_folders_expand_to_their_layer_files_with_provenance(tmp_path):
 
     for name in ("layer10.pc.txt", "layer2.pc.txt", "layer2.mean.txt"):
         write_word2vec(to_keyed_vectors(WORDS, VECTORS), tmp_path / name)
-    manifest = {"model": {"name": "minilm"}, "corpus": {"files": [{"path": "/x/sts.txt"}]}, "vocabulary": {"size": 3}}
+    names = ("layer10.pc.txt", "layer2.pc.txt", "layer2.mean.txt")
+    manifest = {"distill_version": "test", "model": {"name": "minilm"}, "corpus": {"files": [{"path": "/x/sts.txt"}]},
+                "vocabulary": {"size": 3}, "files": list(names)}  # fmt: skip
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     files = expand_paths([tmp_path])
     assert [f.name for f in files] == ["layer2.pc.txt", "layer10.pc.txt", "layer2.mean.txt"]

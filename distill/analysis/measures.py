@@ -46,6 +46,7 @@ class IntraSentence:
         ids: torch.Tensor,
         content: torch.Tensor,
         fresh: torch.Tensor | None = None,
+        sentences: Sequence[tuple[int, str, int]] | None = None,
     ) -> None:
         """``hidden``: all hidden states (B, T, D); ``content``: (B, T) bool, the text tokens of each window."""
         mask = content.to(hidden[0].device)

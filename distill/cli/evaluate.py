@@ -30,20 +30,30 @@ def evaluation_options(
     from distill.evaluation.report import EvalOptions
 
     names = tuple(REGISTRY) if benchmarks == "all" else tuple(b.strip() for b in benchmarks.split(","))
+    names = tuple(n for n in names if n != SENTENCES)
     unknown = [b for b in names if b not in REGISTRY]
     if unknown:
-        raise ConfigError(f"unknown benchmark {', '.join(unknown)}; use all or some of: {', '.join(REGISTRY)}")
+        choices = ", ".join([*REGISTRY, SENTENCES])
+        raise ConfigError(f"unknown benchmark {', '.join(unknown)}; use all or some of: {choices}")
     policies = parse_choices(Oov, oov, "OOV policy")
     methods = parse_choices(AnalogyMethod, analogy_method, "analogy method")
     lowercase = {Case.AUTO: None, Case.LOWER: True, Case.KEEP: False}[case]
     return EvalOptions(names, policies, methods, check_top_n(analogy_top_n), lowercase, seed)
 
 
+#: The sentence benchmark's name in --benchmarks.
+SENTENCES = "sts"
+
+
+def wants_sentences(benchmarks: str) -> bool:
+    return benchmarks == "all" or SENTENCES in {b.strip() for b in benchmarks.split(",")}
+
+
 BenchmarksOpt = Annotated[
     str,
     typer.Option(
         help="Benchmarks, comma-separated, or all: simlex999, men, ws353, ws353_sim, ws353_rel, rw, "
-        "mturk287, google, msr, semeval2012, ap, bless, battig, essli2008."
+        "mturk287, google, msr, semeval2012, ap, bless, battig, essli2008, and sts (sentences: STS 2012-2016)."
     ),
 ]
 OovOpt = Annotated[
@@ -63,10 +73,21 @@ CaseOpt = Annotated[
 @app.command()
 def evaluate(
     vectors: Annotated[
-        list[str], typer.Argument(help="Vector files (word2vec .txt/.bin, GloVe text, .gz) or run folders.")
+        list[str],
+        typer.Argument(
+            help="Vector files (word2vec .txt/.bin, GloVe text, .gz), run folders, or exported model2vec / "
+            "sentence-transformers folders (scored on sentences)."
+        ),
     ],
     baseline: Annotated[
-        Optional[list[str]], typer.Option(help="Baseline vector file(s) (glove.6B.300d.txt, crawl-300d-2M.vec ...).")
+        Optional[list[str]],
+        typer.Option(
+            help="Baseline vector file(s) (glove.6B.300d.txt ...) or model2vec / sentence-transformers folders."
+        ),
+    ] = None,
+    teacher: Annotated[
+        Optional[str],
+        typer.Option(help="Add the source transformer's own sentence scores (its sentence-transformers pooling)."),
     ] = None,
     out: Annotated[
         Optional[str], typer.Option(help="Folder for report.md, report.json and plots. Default: beside the vectors.")
@@ -81,29 +102,46 @@ def evaluate(
         typer.Option(help="Evaluate every row on these words only: a run folder, its vocab.tsv or a word list."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the clustering (categorization).")] = 0,
+    vector_set: Annotated[
+        Optional[str],
+        typer.Option("--set", help="For run folders: this set only (best, layer1.pc ...). Default: every set."),
+    ] = None,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Score vectors on similarity, analogy, categorization and SemEval-2012 benchmarks; write a report."""
+    """Score vectors on word similarity, analogy, categorization, SemEval-2012 and STS sentence benchmarks."""
     from distill.evaluation.baselines import read_vocab
     from distill.evaluation.report import evaluate_rows, markdown, write_report
+    from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder
     from distill.evaluation.vectors import expand_paths, load_vectors
 
     setup_logging(verbose, progress)
     with user_errors():
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
-        files = expand_paths(list(vectors))
-        rows = evaluate_rows(
-            [load_vectors(f) for f in files],
-            options,
-            [load_vectors(b) for b in baseline or ()],
-            read_vocab(restrict_vocab) if restrict_vocab else None,
-            progress,
-        )
+        inputs, bases = [Path(v) for v in vectors], [Path(b) for b in baseline or ()]
+        folders = [p for p in [*inputs, *bases] if is_model2vec_folder(p) or is_sentence_transformers_folder(p)]
+        files = expand_paths([p for p in inputs if p not in folders], vector_set) if options.benchmarks else []
+        rows = []
+        if files or any(p not in folders for p in bases):
+            rows = evaluate_rows([load_vectors(f) for f in files], options,
+                                 [load_vectors(b) for b in bases if b not in folders],
+                                 read_vocab(restrict_vocab) if restrict_vocab else None, progress)  # fmt: skip
+        sentences = _sentence_scores(inputs, bases, vector_set, teacher) if wants_sentences(benchmarks) else []
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
-        written = write_report(rows, options, out or files[0].parent, notes=notes)
-    typer.echo(markdown(rows, options, notes=notes))
+        written = write_report(rows, options, out or inputs[0].parent, notes=notes, sentences=sentences)
+    typer.echo(markdown(rows, options, notes=notes, sentences=sentences))
     typer.echo("wrote " + ", ".join(map(str, written)))
+
+
+def _sentence_scores(inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: str | None) -> list[Any]:
+    from distill.evaluation.sentences import load_sts, score_inputs, score_sts, teacher_encoder
+
+    pairs = load_sts()
+    scores = score_inputs(inputs, vector_set, pairs) + score_inputs(bases, None, pairs)
+    if teacher is not None:
+        encode, label = teacher_encoder(teacher)
+        scores.append(score_sts(encode, pairs, label))
+    return scores
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,6 +16,28 @@ from distill.derive.postprocess import Combine
 from distill.serve.compress import DType as ExportDType
 from distill.serve.compress import Scale
 from distill.vectors.faiss_index import IndexKind
+
+
+class WeightingChoice(str, enum.Enum):
+    """--weighting of distill export."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SIF = "sif"
+    USIF = "usif"
+    ZIPF = "zipf"
+
+
+SetOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--set",
+        help="A run folder's vector set: best (the recommended set), layer1.pc, layers4-6.mean ... "
+        "Default: best when the run has it, else its first layer's.",
+    ),
+]
+LayerOpt = Annotated[Optional[int], typer.Option(help="Or a layer of a run folder (with --pooling).")]
+PoolingOpt = Annotated[Optional[Pooling], typer.Option(help="Pooling of --layer (default pc).")]
 
 
 @app.command()
@@ -34,8 +57,9 @@ def neighbors(
     vectors: Annotated[Path, typer.Argument(help="A .txt/.bin vector file, or a run folder.")],
     words: Annotated[list[str], typer.Argument(help="Query words.")],
     k: Annotated[int, typer.Option("-k", min=1, help="Neighbours per word.")] = 10,
-    layer: Annotated[Optional[int], typer.Option(help="Layer, when VECTORS is a run folder.")] = None,
-    pooling: Annotated[Pooling, typer.Option(help="Pooling, when VECTORS is a run folder.")] = Pooling.PC,
+    vector_set: SetOpt = None,
+    layer: LayerOpt = None,
+    pooling: PoolingOpt = None,
     index: Annotated[
         IndexKind,
         typer.Option(help="FAISS index: flat (exact), hnsw (graph) or ivfpq (compressed); built once, kept beside."),
@@ -45,7 +69,7 @@ def neighbors(
     from distill.serve.search import Searcher
 
     with user_errors():
-        searcher = Searcher.open(vectors, layer=layer, pooling=pooling.value, kind=index)
+        searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set)
     for word, hits in zip(words, searcher.neighbors(words, k)):
         if hits is None:
             hint = "" if searcher.pieces is not None else " (distill run --pieces gives OOV words a vector)"
@@ -61,22 +85,39 @@ def export(
     format: Annotated[
         str, typer.Option(help="word2vec, kv (gensim), model2vec, sentence-transformers, npy; comma-separated.")
     ] = "kv,model2vec,sentence-transformers,npy",
-    layer: Annotated[Optional[int], typer.Option(help="Layer to export. Default: the run's first.")] = None,
-    pooling: Annotated[Pooling, typer.Option(help="Pooling to export.")] = Pooling.PC,
+    vector_set: SetOpt = None,
+    layer: LayerOpt = None,
+    pooling: PoolingOpt = None,
     dtype: Annotated[
         ExportDType, typer.Option(help="Numbers stored (int8 keeps a float32 scale).")
     ] = ExportDType.FLOAT32,
     int8_scale: Annotated[Scale, typer.Option(help="int8 scale per vector or per dimension.")] = Scale.VECTOR,
     dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
     top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
-    out: Annotated[Optional[str], typer.Option(help="Output folder. Default: RUN_DIR/export.")] = None,
+    weighting: Annotated[
+        WeightingChoice,
+        typer.Option(
+            help="Word weights baked into the vectors for sentence means: sif (a/(a+p(w)) from the run's counts, "
+            "over unit vectors), usif, zipf (model2vec's, from the rank), none, or auto (sif; none for a set "
+            "distill tune made)."
+        ),
+    ] = WeightingChoice.AUTO,
+    out: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Output folder. Default: RUN_DIR/export. With one folder format (model2vec, "
+            "sentence-transformers, npy), OUT is the folder the loader reads."
+        ),
+    ] = None,
 ) -> None:
     """Write the vectors for serving: gensim .kv, model2vec and sentence-transformers folders, .npy + vocab."""
     from distill.serve.export import export_run, parse_formats
 
     with user_errors():
-        written = export_run(run_dir, layer=layer, pooling=pooling.value, formats=parse_formats(format), out=out,
-                             dtype=dtype, scale=int8_scale, dims=dims, top_words=top_words)  # fmt: skip
+        written = export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooling and pooling.value,
+                             formats=parse_formats(format), out=out,
+                             dtype=dtype, scale=int8_scale, dims=dims, top_words=top_words,
+                             weighting=weighting.value)  # fmt: skip
     for path, size in written:
         typer.echo(f"{size / 1e6:8.2f} MB  {path}")
 
@@ -104,3 +145,30 @@ def derive(
     with user_errors():
         name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten))
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
+
+
+@app.command()
+def tune(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder distilled with --teacher.")],
+    vector_set: SetOpt = None,
+    epochs: Annotated[int, typer.Option(min=1, help="At most this many passes over the sentences.")] = 30,
+    learning_rate: Annotated[float, typer.Option(help="Adam's step size.")] = 1e-3,
+    batch_size: Annotated[int, typer.Option(min=1, help="Sentences per step.")] = 256,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the held-out split and the order.")] = 0,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Train a set toward the teacher: each sentence's mean word vector should point where the teacher's
+    embedding of it points. Writes the set SET.tuned into the run (export it like any other set)."""
+    from distill.tune.train import TuneOptions, tune_run
+
+    setup_logging(verbose, progress)
+    options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, seed=seed)
+    with user_errors():
+        name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
+    best = result.history[result.best_epoch]
+    typer.echo(
+        f"wrote {run_dir}/{name}.txt, .bin, .faiss: {len(kv.index_to_key):,} words tuned on {result.sentences:,} "
+        f"sentences; held-out cosine loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
+        f"(epoch {result.best_epoch})"
+    )

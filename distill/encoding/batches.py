@@ -26,10 +26,16 @@ class Observer(Protocol):
     """Sees every batch the encoder runs (``IntraSentence``, ``PieceSums``); its sums go into checkpoints."""
 
     def observe(
-        self, hidden: Sequence[torch.Tensor], ids: torch.Tensor, content: torch.Tensor, fresh: torch.Tensor
+        self,
+        hidden: Sequence[torch.Tensor],
+        ids: torch.Tensor,
+        content: torch.Tensor,
+        fresh: torch.Tensor,
+        sentences: Sequence[tuple[int, str, int]] | None = None,
     ) -> None:
         """``hidden``: every hidden state; ``ids``, ``content``, ``fresh``: (B, T); ``fresh`` leaves out the
-        tokens a window shares with the previous window of the same sentence."""
+        tokens a window shares with the previous window of the same sentence; ``sentences``: each window's
+        sentence id and text, and its number of tokens."""
 
     def state(self) -> dict[str, np.ndarray]: ...
 
@@ -65,6 +71,7 @@ class PreparedWindow:
     rows: np.ndarray  # (k,) store rows
     tok: np.ndarray  # (p,) token position of each (occurrence, piece) pair, each occurrence's pieces together
     pieces: np.ndarray  # (k,) number of pieces of each occurrence
+    sentence: tuple[int, str] = (-1, "")  # the window's sentence: its id in the corpus walk and its text
 
 
 def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
@@ -104,7 +111,8 @@ def prepare_chunk(model: Encoder, jobs: list[SentenceJob], stride: int, stats: E
             known = mask & (np.asarray(window.ids) != model.unk_id)[None, :]
             stats.unknown += int((~known.any(axis=1)).sum())
         _, tok = mask.nonzero()  # row-major: each occurrence's pieces together
-        prepared.append(PreparedWindow(window, rows[idx], tok, n_pieces))
+        job = jobs[window.sentence]
+        prepared.append(PreparedWindow(window, rows[idx], tok, n_pieces, (job.sentence_id, job.text)))
     return prepared
 
 
@@ -138,8 +146,9 @@ def observe_batch(
         ids[i, :n] = torch.tensor(p.window.ids)
         content[i, :n] = torch.from_numpy(p.window.content)
         fresh[i, :n] = torch.from_numpy(p.window.fresh if p.window.fresh is not None else p.window.content)
+    sentences = [(*p.sentence, len(p.window.ids)) for p in batch]
     for observer in observers:
-        observer.observe(hidden, ids, content, fresh)
+        observer.observe(hidden, ids, content, fresh, sentences)
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ Dataset = SimilarityDataset | AnalogyDataset | CategorizationDataset | Relationa
 _verified: dict[tuple[str, int, float], str] = {}
 
 
-def _checked(relative: str, expected: str) -> Path:
+def checked_file(relative: str, expected: str) -> Path:
     """The data file at ``relative``, after checking it exists and has the registry's sha256 (once per process)."""
     path = data_dir() / relative
     if not path.is_file():
@@ -221,14 +221,14 @@ def load_benchmark(name: str) -> Dataset:
     if name not in REGISTRY:
         raise ConfigError(f"unknown benchmark {name!r}; use one of: {', '.join(REGISTRY)}")
     bench = REGISTRY[name]
-    path = _checked(bench.path, bench.sha256)
+    path = checked_file(bench.path, bench.sha256)
     if bench.kind is Kind.SIMILARITY:
         return read_similarity(path, name)
     if bench.kind is Kind.ANALOGY:
         return read_analogy(path, name)
     if bench.kind is Kind.CATEGORIZATION:
         return read_categorization(path, name)
-    return read_relational(path, _checked(bench.extra, bench.extra_sha256), name)
+    return read_relational(path, checked_file(bench.extra, bench.extra_sha256), name)
 
 
 def load_similarity(name_or_path: str | Path) -> SimilarityDataset:

@@ -144,7 +144,13 @@ def _cell(score: Score | None, coverage: bool) -> str:
     return f"{score.score:.3f} ({score.n_covered})" if coverage else f"{score.score:.3f}"
 
 
-def markdown(rows: Sequence[Row], options: EvalOptions, title: str = "Evaluation", notes: Sequence[str] = ()) -> str:
+def markdown(
+    rows: Sequence[Row],
+    options: EvalOptions,
+    title: str = "Evaluation",
+    notes: Sequence[str] = (),
+    sentences: Sequence[Any] = (),
+) -> str:
     """Tables per OOV policy (and analogy method): rows = vector sets, columns = benchmarks."""
     columns = [c for c in COLUMNS if c[0] in options.benchmarks]
     lines = [f"# {title}", ""]
@@ -174,12 +180,17 @@ def markdown(rows: Sequence[Row], options: EvalOptions, title: str = "Evaluation
                 label = f"{row.label} (baseline)" if row.baseline else row.label
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
             lines.append("")
-    lines += ["## Rows", "", "| vectors | file | vocabulary | dim | provenance |", "|---|---|---:|---:|---|"]
+    if rows:
+        lines += ["## Rows", "", "| vectors | file | vocabulary | dim | provenance |", "|---|---|---:|---:|---|"]
     for row in rows:
         prov = ", ".join(f"{k}={v}" for k, v in row.meta.items() if k not in ("vocab_size", "dim"))
         lines.append(
             f"| {row.label} | `{row.path}` | {row.meta.get('vocab_size', '')} | {row.meta.get('dim', '')} | {prov} |"
         )
+    if sentences:
+        from distill.evaluation.sentences import sentence_markdown
+
+        lines += ["", sentence_markdown(sentences)]
     return "\n".join(lines) + "\n"
 
 
@@ -208,16 +219,27 @@ def to_json(rows: Sequence[Row], options: EvalOptions) -> dict[str, Any]:
 
 
 def write_report(
-    rows: Sequence[Row], options: EvalOptions, out: str | Path, title: str = "Evaluation", notes: Sequence[str] = ()
+    rows: Sequence[Row],
+    options: EvalOptions,
+    out: str | Path,
+    title: str = "Evaluation",
+    notes: Sequence[str] = (),
+    sentences: Sequence[Any] = (),
 ) -> list[Path]:
     """``report.md``, ``report.json`` and the plots in ``out``; returns the files written."""
     from distill.evaluation.plots import plot_layers, plot_scores
+    from distill.evaluation.sentences import sentence_json
     from distill.files import atomic_path, check_writable
 
     out = check_writable(out)
     with atomic_path(out / "report.md") as tmp:
-        tmp.write_text(markdown(rows, options, title, notes), encoding="utf-8")
-    files = [out / "report.md", write_json(to_json(rows, options), out / "report.json")]
+        tmp.write_text(markdown(rows, options, title, notes, sentences), encoding="utf-8")
+    data = to_json(rows, options)
+    if sentences:
+        data["sentences"] = sentence_json(sentences)
+    files = [out / "report.md", write_json(data, out / "report.json")]
+    if not rows:
+        return files
     files.append(plot_scores(rows, out / "scores.png"))
     if sum("layer" in r.meta for r in rows) > 1:
         files.append(plot_layers(rows, out / "layers.png"))

@@ -41,14 +41,15 @@ def _meta(path: Path) -> dict[str, Any]:
         data = json.loads(manifest.read_text(encoding="utf-8"))
         if name == "baselines.json":
             return dict(data.get("files", {}).get(path.name, {}), corpus=data.get("corpus"))
+        common = {
+            "model": data["model"]["name"],
+            "corpus": [Path(f["path"]).name for f in data["corpus"]["files"]],
+            "vocab_size": data["vocabulary"]["size"],
+        }
         if match:
-            return {
-                "model": data["model"]["name"],
-                "corpus": [Path(f["path"]).name for f in data["corpus"]["files"]],
-                "layer": int(match.group(1)),
-                "pooling": match.group(2),
-                "vocab_size": data["vocabulary"]["size"],
-            }
+            return {**common, "layer": int(match.group(1)), "pooling": match.group(2)}
+        if path.name.removesuffix(path.suffix) in data.get("derived", {}):
+            return {**common, "set": path.name.removesuffix(path.suffix)}
     return {}
 
 
@@ -58,18 +59,24 @@ def _run_file_order(path: Path) -> tuple[int, str, int]:
     return (pooling != "pc", pooling, int(layer))
 
 
-def expand_paths(paths: list[str | Path]) -> list[Path]:
-    """Files as given; a run folder stands for all of its ``layerL.P.txt`` files, in layer order (a run
-    folder must be complete: its manifest lists exactly its vector files)."""
+def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list[Path]:
+    """Files as given; a run folder stands for one set (``vector_set``: a name, or ``best``) or for all of its
+    sets: its ``layerL.P.txt`` files in layer order, then its derived sets (a run folder must be complete:
+    its manifest lists exactly its vector files)."""
     out: list[Path] = []
     for p in map(Path, paths):
-        if p.is_dir():
+        if p.is_dir() and RunDir(p).is_run() and vector_set is not None:
+            run = RunDir(p)
+            out.append(run.file(run.resolve_set(vector_set)))
+        elif p.is_dir():
+            derived: list[str] = []
             if any(_RUN_FILE.match(f.name) for f in p.iterdir()):
-                RunDir(p).check_complete()
+                derived = list(RunDir(p).check_complete().get("derived", {}))
             files = sorted(
                 (f for f in p.iterdir() if _RUN_FILE.match(f.name) and f.suffix == ".txt"),
                 key=_run_file_order,
             )
+            files += [p / f"{name}.txt" for name in derived]
             files += sorted(p.glob("*.vec.txt"))
             if not files:
                 raise ConfigError(f"{p} holds no layerL.P.txt or *.vec.txt vector files")
@@ -87,6 +94,8 @@ def load_vectors(path: str | Path, label: str | None = None) -> Vectors:
     if label is None:
         if "layer" in meta:
             label = f"{Path(str(meta['model'])).name} L{meta['layer']} {meta['pooling']}"
+        elif "set" in meta:
+            label = f"{Path(str(meta['model'])).name} {meta['set']}"
         elif "method" in meta:
             label = f"{meta['method']} ({'+'.join(meta.get('corpus') or [])})"
         else:

@@ -6,12 +6,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from distill.config import Pooling, parse_choices
+from distill.config import parse_choices
+from distill.errors import ConfigError
 from distill.files import check_writable
-from distill.rundir import EXPORT_DIR, RunDir
+from distill.rundir import EXPORT_DIR, SET_LAYER, RunDir
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
-from distill.serve.formats import Format, check_formats_available, size_on_disk, write_format
+from distill.serve.formats import (
+    EXPORT_INFO,
+    FOLDER_FORMATS,
+    Format,
+    check_formats_available,
+    size_on_disk,
+    write_format,
+)
+from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
 
 
 def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
@@ -19,33 +28,56 @@ def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
     return parse_choices(Format, spec, "format")
 
 
+def _check_replaceable(folder: Path) -> None:
+    """``--out`` becomes the export folder itself: only where nothing but an earlier export would be lost."""
+    if folder.is_dir() and not folder.is_symlink() and any(folder.iterdir()) and not (folder / EXPORT_INFO).is_file():
+        raise ConfigError(f"{folder} holds files that distill did not export; give a new or empty --out")
+
+
+def sentence_recipe(manifest: dict[str, Any], name: str, weighting: Weighting | str) -> SentenceRecipe:
+    """The recipe an export bakes in: ``auto`` is SIF over unit vectors (chosen on STS 2012-2014 by
+    benchmarks/sentence_sweep.py), or nothing for a set already tuned for sentences."""
+    if weighting == "auto":
+        ready = manifest.get("derived", {}).get(name, {}).get("sentence_ready", False)
+        return SentenceRecipe(Weighting.NONE, unit=False) if ready else SentenceRecipe(Weighting.SIF)
+    chosen = Weighting(weighting)
+    return SentenceRecipe(chosen, unit=chosen is not Weighting.NONE)
+
+
 def export_run(
     run_dir: str | Path,
     *,
+    vector_set: str | None = None,
     layer: int | None = None,
-    pooling: str = "pc",
+    pooling: str | None = None,
     formats: Sequence[Format] = (Format.NPY,),
     out: str | Path | None = None,
     dtype: DType | str = DType.FLOAT32,
     scale: Scale | str = Scale.VECTOR,
     dims: int | None = None,
     top_words: int | None = None,
+    weighting: Weighting | str = "auto",
 ) -> list[tuple[Path, int]]:
-    """Export one layer and pooling of a run in ``formats``; returns (path, bytes on disk) per output."""
+    """Export one set of a run (by name, or a layer and pooling; by default the recommended set) in
+    ``formats``; returns (path, bytes on disk) per output. With one format and an ``out`` folder, a folder
+    format (model2vec, sentence-transformers, npy) is written as ``out`` itself, ready to load. ``weighting``
+    is baked into the vectors for sentence means (``auto``: SIF, or none for a set tuned for sentences)."""
     check_formats_available(formats)
     run = RunDir(run_dir)
     manifest = run.manifest()
-    layer = manifest["layers"][0] if layer is None else layer
-    pooling = Pooling(parse_choices(Pooling, [pooling], "pooling", many=False)[0]).value
+    name = run.resolve_set(vector_set, layer, pooling)
     dtype, scale = DType(dtype), Scale(scale)
-    kv = run.load(run.set_for(layer, pooling))
+    kv = run.load(name)
     counts = run.counts(kv.index_to_key)
-    words, vectors = keep_top(list(kv.index_to_key), kv.vectors, top_words)
+    recipe = sentence_recipe(manifest, name, weighting)
+    words_per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
+    prepared = apply_recipe(kv.vectors, counts, recipe, words_per_sentence)
+    words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None
     info: dict[str, Any] = {
         "run": str(run.path),
-        "layer": layer,
-        "pooling": pooling,
+        "set": name,
+        "sentence_recipe": recipe.to_json(),
         "words": len(words),
         "dtype": dtype.value,
         "int8_scale": scale.value if dtype is DType.INT8 else None,
@@ -55,17 +87,22 @@ def export_run(
         vectors = pca.transform(vectors)
         info.update(dims=dims, pca_explained_variance=pca.explained_variance_ratio)
     q = quantize(vectors, dtype, scale)
-    stem = f"layer{layer}.{pooling}" + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
+    stem = name + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
-    out_dir = check_writable(out or run.path / EXPORT_DIR)
+    itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
+    if itself:
+        _check_replaceable(Path(out))  # type: ignore[arg-type]
+    out_dir = check_writable(Path(out).parent if itself else out or run.path / EXPORT_DIR)  # type: ignore[arg-type]
     pieces = None
-    if Format.SENTENCE_TRANSFORMERS in formats and dims is None:
+    single = SET_LAYER.match(name)
+    if Format.SENTENCE_TRANSFORMERS in formats and dims is None and single:
         from distill.serve.pieces import PieceVectors
 
-        pieces = PieceVectors.open(run.path, layer)
+        pieces = PieceVectors.open(run.path, int(single.group(1)))
     lowercase, source = bool(manifest["vocabulary"]["lowercase"]), str(manifest["model"]["source"])
     written = []
     for fmt in formats:
-        for path in write_format(fmt, words, q, counts, out_dir, stem, lowercase, source, info, pieces):
+        target = Path(out) if itself else None  # type: ignore[arg-type]
+        for path in write_format(fmt, words, q, counts, out_dir, stem, lowercase, source, info, pieces, target):
             written.append((path, size_on_disk(path)))
     return written

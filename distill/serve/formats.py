@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distill.errors import ConfigError, require
-from distill.files import atomic_dir, atomic_path
+from distill.files import atomic_dir, atomic_path, write_json
 from distill.rundir import VOCAB, read_vocab_counts, write_vocab
 from distill.serve.compress import Quantized
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
@@ -33,6 +33,10 @@ class Format(str, Enum):
     NPY = "npy"  # vectors.npy (+ scale.npy) + vocab.tsv
 
 
+#: What every folder export holds beside the format's own files: where its vectors came from.
+EXPORT_INFO = "export.json"
+#: Formats written as a folder (the others are files).
+FOLDER_FORMATS = (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS, Format.NPY)
 #: The package a format needs beyond the base install, and the extra that installs it.
 _NEEDS = {Format.MODEL2VEC: "model2vec", Format.SENTENCE_TRANSFORMERS: "sentence_transformers"}
 
@@ -95,7 +99,9 @@ def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path
     return path
 
 
-def write_model2vec(words: Sequence[str], q: Quantized, lowercase: bool, path: Path, base_model: str) -> Path:
+def write_model2vec(
+    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, base_model: str, info: dict[str, Any]
+) -> Path:
     """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights."""
     StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
 
@@ -113,11 +119,12 @@ def write_model2vec(words: Sequence[str], q: Quantized, lowercase: bool, path: P
     )
     with atomic_dir(path) as tmp:
         model.save_pretrained(tmp)
+        write_json(info, tmp / EXPORT_INFO)
     return path
 
 
 def write_sentence_transformers(
-    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, pieces: Any = None
+    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, info: dict[str, Any], pieces: Any = None
 ) -> Path:
     """A ``SentenceTransformer`` folder with one ``StaticEmbedding`` (mean of word vectors). With piece vectors
     of a WordPiece model, unknown words get their pieces' vectors; otherwise they add nothing to the
@@ -136,6 +143,7 @@ def write_sentence_transformers(
     module = StaticEmbedding(tokenizer, embedding_weights=values)
     with atomic_dir(path) as tmp:
         SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
+        write_json(info, tmp / EXPORT_INFO)
     return path
 
 
@@ -146,7 +154,7 @@ def write_npy(words: Sequence[str], q: Quantized, counts: np.ndarray | None, pat
         if q.scale is not None:
             np.save(tmp / "scale.npy", q.scale)
         write_vocab(words, counts if counts is not None else np.zeros(len(words), dtype=np.int64), tmp / VOCAB)
-        (tmp / "export.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        write_json(info, tmp / EXPORT_INFO)
     return path
 
 
@@ -173,18 +181,20 @@ def write_format(
     base_model: str,
     info: dict[str, Any],
     pieces: Any = None,
+    target: Path | None = None,
 ) -> list[Path]:
-    """Write one format; returns the paths written (``pieces``: OOV fallback of the sentence-transformers export)."""
+    """Write one format into ``out`` as ``<stem>.<format>`` (or a folder format as ``target`` itself);
+    returns the paths written (``pieces``: OOV fallback of the sentence-transformers export)."""
     if fmt is Format.WORD2VEC:
         kv = to_keyed_vectors(list(words), q.dequantize(), counts)
         return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
     if fmt is Format.KV:
         return [write_kv(words, q, counts, out / f"{stem}.kv")]
     if fmt is Format.MODEL2VEC:
-        return [write_model2vec(words, q, lowercase, out / f"{stem}.model2vec", base_model)]
+        return [write_model2vec(words, q, lowercase, target or out / f"{stem}.model2vec", base_model, info)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
-        return [write_sentence_transformers(words, q, lowercase, out / f"{stem}.st", pieces)]
-    return [write_npy(words, q, counts, out / f"{stem}.npy", info)]
+        return [write_sentence_transformers(words, q, lowercase, target or out / f"{stem}.st", info, pieces)]
+    return [write_npy(words, q, counts, target or out / f"{stem}.npy", info)]
 
 
 def size_on_disk(path: Path) -> int:

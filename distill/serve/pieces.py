@@ -41,6 +41,7 @@ class PieceSums:
         ids: torch.Tensor,
         content: torch.Tensor,
         fresh: torch.Tensor | None = None,
+        sentences: Sequence[tuple[int, str, int]] | None = None,
     ) -> None:
         """Add each text token's hidden states to its id's sums, once per token of the sentence (``fresh``)."""
         mask = (fresh if fresh is not None else content).flatten()

@@ -11,7 +11,7 @@ import numpy as np
 
 from distill.config import parse_choices
 from distill.errors import ConfigError
-from distill.rundir import RunDir, load_file, pieces_name
+from distill.rundir import SET_LAYER, RunDir, load_file, pieces_name
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -31,17 +31,23 @@ class Searcher:
 
     @classmethod
     def open(
-        cls, path: str | Path, layer: int | None = None, pooling: str = "pc", kind: IndexKind | str = IndexKind.FLAT
+        cls,
+        path: str | Path,
+        layer: int | None = None,
+        pooling: str | None = None,
+        kind: IndexKind | str = IndexKind.FLAT,
+        vector_set: str | None = None,
     ) -> Searcher:
-        """Vectors from a run folder (layer, pooling) or a vector file; the index is read if it was saved
-        beside them (``<stem>.faiss`` for flat, ``<stem>.<kind>.faiss`` otherwise), else built and saved."""
+        """Vectors from a run folder (a set by name, or a layer and pooling; by default the recommended set)
+        or a vector file; the index is read if it was saved beside them (``<stem>.faiss`` for flat,
+        ``<stem>.<kind>.faiss`` otherwise), else built and saved."""
         kind = parse_choices(IndexKind, [kind], "index kind", many=False)[0]
         path = Path(path)
         if path.is_dir():
             run = RunDir(path)
-            layer = run.manifest()["layers"][0] if layer is None else layer
-            name = run.set_for(layer, pooling)
+            name = run.resolve_set(vector_set, layer, pooling)
             kv, base = run.load(name), path / name
+            layer = int(match.group(1)) if (match := SET_LAYER.match(name)) else None
         else:
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
@@ -55,7 +61,7 @@ class Searcher:
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind)
         pieces = None
-        if path.is_dir() and (path / pieces_name(layer)).is_file():
+        if path.is_dir() and layer is not None and (path / pieces_name(layer)).is_file():
             from distill.serve.pieces import PieceVectors  # torch and transformers: only for runs with piece vectors
 
             pieces = PieceVectors.open(path, int(layer))

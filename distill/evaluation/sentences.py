@@ -1,0 +1,242 @@
+"""Sentence similarity, what deployed static models are judged by: STS 2012-2016 (SemEval), Spearman of the
+cosine against the gold scores per year, the mean over the years, and encoding speed.
+
+Encoders: word vectors (a run folder's set or a vector file: a sentence is the mean of its words' vectors, its
+words split as the model2vec / sentence-transformers exports split them), an exported model2vec or
+sentence-transformers folder, or a transformer through sentence-transformers (the teacher's own pooling).
+Years 2012-2014 are the dev years any choice is tuned on; 2015 and 2016 are held out.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from distill.errors import ConfigError, require
+from distill.evaluation.datasets import checked_file
+from distill.paths import resolve_model
+from distill.vectors.keyed import l2_normalize
+
+#: The gold pairs: ``year, split, dataset, line, score, sentence1, sentence2``; pairs without a score are skipped.
+STS_FILE = ("corpus/sts/sts_2012_2016_pairs.tsv", "1a40bed1446aec3eaf5238439c5504920395ca32bfb53d414459e1f9c6aa96a4")
+YEARS = (2012, 2013, 2014, 2015, 2016)
+DEV_YEARS = (2012, 2013, 2014)
+HELD_OUT_YEARS = (2015, 2016)
+
+#: ``encode(sentences) -> (n, dim)`` float array.
+Encode = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class StsPairs:
+    """Scored sentence pairs of one or more years."""
+
+    years: np.ndarray  # (n,) int
+    first: list[str]
+    second: list[str]
+    scores: np.ndarray  # (n,) gold 0-5
+
+
+@dataclass
+class SentenceScore:
+    """STS Spearman (x100) per year, their means, and the encoder's speed."""
+
+    label: str
+    per_year: dict[int, float]
+    sentences_per_second: float
+    n_pairs: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def mean(self, years: Sequence[int] = YEARS) -> float:
+        return float(np.mean([self.per_year[y] for y in years]))
+
+
+def load_sts() -> StsPairs:
+    """The STS 2012-2016 pairs with a gold score (14,778), the file's sha256 checked."""
+    path = checked_file(*STS_FILE)
+    years, first, second, scores = [], [], [], []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines()[1:], start=2):
+        fields = line.split("\t")
+        if len(fields) != 7:
+            raise ConfigError(f"{path}, line {line_no}: expected 7 tab-separated fields, found {len(fields)}")
+        if not fields[4]:
+            continue
+        years.append(int(fields[0]))
+        scores.append(float(fields[4]))
+        first.append(fields[5])
+        second.append(fields[6])
+    return StsPairs(np.array(years), first, second, np.array(scores))
+
+
+def score_sts(encode: Encode, pairs: StsPairs, label: str, meta: dict[str, Any] | None = None) -> SentenceScore:
+    """Spearman x100 of the cosine of each pair's embeddings against the gold score, per year; the speed is
+    that of encoding both sides of every pair."""
+    sentences = pairs.first + pairs.second
+    t0 = time.perf_counter()
+    embeddings = np.asarray(encode(sentences), dtype=np.float32)
+    seconds = time.perf_counter() - t0
+    unit = l2_normalize(embeddings)
+    n = len(pairs.first)
+    cosines = np.einsum("ij,ij->i", unit[:n], unit[n:])
+    per_year = {}
+    for year in YEARS:
+        mask = pairs.years == year
+        per_year[year] = 100 * float(spearmanr(cosines[mask], pairs.scores[mask]).statistic) if mask.any() else np.nan
+    return SentenceScore(label, per_year, len(sentences) / max(seconds, 1e-9), n, meta or {})
+
+
+# -- encoders
+
+
+def word_splitter(lowercase: bool) -> Callable[[list[str]], list[list[str]]]:
+    """Split sentences into words as the exports' word-level tokenizer does (BERT's split on spaces and
+    punctuation, lowercased for an uncased vocabulary)."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    split = pre_tokenizers.BertPreTokenizer()
+    lower = normalizers.Lowercase() if lowercase else None
+
+    def words(sentences: list[str]) -> list[list[str]]:
+        out = []
+        for text in sentences:
+            text = lower.normalize_str(text) if lower is not None else text
+            out.append([w for w, _ in split.pre_tokenize_str(text)])
+        return out
+
+    return words
+
+
+def mean_of_words(kv: Any, lowercase: bool | None = None) -> Encode:
+    """A sentence is the mean of its known words' vectors (zero when it has none): what the model2vec and
+    sentence-transformers exports compute."""
+    index = kv.key_to_index
+    vectors = np.asarray(kv.vectors, dtype=np.float32)
+    lowercase = all(w == w.lower() for w in kv.index_to_key) if lowercase is None else lowercase
+    split = word_splitter(lowercase)
+
+    def encode(sentences: list[str]) -> np.ndarray:
+        out = np.zeros((len(sentences), vectors.shape[1]), dtype=np.float32)
+        for i, words in enumerate(split(sentences)):
+            ids = [index[w] for w in words if w in index]
+            if ids:
+                out[i] = vectors[ids].mean(axis=0)
+        return out
+
+    return encode
+
+
+def model2vec_encoder(path: str | Path) -> Encode:
+    """An exported (or any) model2vec folder, through model2vec's own loader."""
+    static_model = require("model2vec", "export", "scoring a model2vec folder").StaticModel
+    model = static_model.from_pretrained(str(path))
+    return lambda sentences: model.encode(sentences, show_progress_bar=False)
+
+
+def sentence_transformers_encoder(path_or_name: str | Path) -> Encode:
+    """A sentence-transformers folder (an export, or a transformer such as the teacher with its own pooling)."""
+    st = require("sentence_transformers", "export", "scoring a sentence-transformers model")
+    model = st.SentenceTransformer(str(path_or_name), device="cpu", trust_remote_code=False, local_files_only=True)
+    return lambda sentences: model.encode(sentences, batch_size=64, show_progress_bar=False)
+
+
+def is_model2vec_folder(path: Path) -> bool:
+    """A model2vec folder: its embeddings, tokenizer and a config without a transformer's architecture
+    (model2vec writes a modules.json too, for sentence-transformers; model2vec's own loader is the reference)."""
+    config = path / "config.json"
+    if not (config.is_file() and (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()):
+        return False
+    return "architectures" not in json.loads(config.read_text(encoding="utf-8"))
+
+
+def is_sentence_transformers_folder(path: Path) -> bool:
+    return (path / "modules.json").is_file() and not is_model2vec_folder(path)
+
+
+def teacher_encoder(model: str) -> tuple[Encode, str]:
+    """The source transformer as sentence-transformers loads it (its own pooling), and its label."""
+    source = resolve_model(model)
+    try:
+        return sentence_transformers_encoder(source), f"{Path(source).name} (teacher)"
+    except (OSError, ValueError) as err:
+        reason = " ".join(str(err).split())
+        raise ConfigError(f"cannot load the teacher {model!r} with sentence-transformers: {reason}") from err
+
+
+# -- report
+
+
+def sentence_markdown(scores: Sequence[SentenceScore]) -> str:
+    """The sentence table: Spearman x100 per year, dev and held-out means, all five years, speed."""
+    lines = [
+        "## Sentences: STS 2012-2016, Spearman x100 of the cosine",
+        "",
+        "- dev years 2012-2014 (what any choice is tuned on); 2015-2016 held out; speed: sentences/s encoding "
+        "both sides of every pair on this machine.",
+        "",
+        "| encoder | "
+        + " | ".join(f"STS{y % 100}" for y in YEARS)
+        + " | dev 12-14 | held out 15-16 | mean | sentences/s |",
+        "|---|" + "---:|" * (len(YEARS) + 4),
+    ]
+    for s in scores:
+        years = " | ".join(f"{s.per_year[y]:.1f}" for y in YEARS)
+        lines.append(
+            f"| {s.label} | {years} | {s.mean(DEV_YEARS):.1f} | {s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | "
+            f"{s.sentences_per_second:,.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def sentence_json(scores: Sequence[SentenceScore]) -> list[dict[str, Any]]:
+    return [
+        {
+            "label": s.label,
+            "per_year": {str(y): v for y, v in s.per_year.items()},
+            "dev": s.mean(DEV_YEARS),
+            "held_out": s.mean(HELD_OUT_YEARS),
+            "mean": s.mean(),
+            "sentences_per_second": s.sentences_per_second,
+            "n_pairs": s.n_pairs,
+            "meta": s.meta,
+        }
+        for s in scores
+    ]
+
+
+def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs) -> list[SentenceScore]:
+    """Score each input: a model2vec or sentence-transformers folder as its loader reads it; a run folder's sets
+    as ``distill export`` bakes them (its sentence recipe); any other vector file as the plain mean."""
+    from distill.rundir import RunDir, sets_of
+    from distill.serve.export import sentence_recipe
+    from distill.serve.weighting import apply_recipe
+    from distill.vectors.keyed import to_keyed_vectors
+    from distill.vectors.reader import read_vectors
+
+    scores = []
+    for path in map(Path, paths):
+        if path.is_dir() and is_model2vec_folder(path):
+            scores.append(score_sts(model2vec_encoder(path), pairs, f"{path.name} (model2vec)"))
+        elif path.is_dir() and is_sentence_transformers_folder(path):
+            scores.append(score_sts(sentence_transformers_encoder(path), pairs, f"{path.name} (sentence-transformers)"))
+        elif path.is_dir():
+            run = RunDir(path)
+            manifest = run.manifest()
+            names = [run.resolve_set(vector_set)] if vector_set else sets_of(manifest)
+            per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
+            for name in names:
+                kv = run.load(name)
+                recipe = sentence_recipe(manifest, name, "auto")
+                ready = apply_recipe(kv.vectors, run.counts(kv.index_to_key), recipe, per_sentence)
+                encode = mean_of_words(to_keyed_vectors(kv.index_to_key, ready), manifest["vocabulary"]["lowercase"])
+                label = f"{path.name} {name} ({recipe.name})"
+                scores.append(score_sts(encode, pairs, label, {"set": name, "recipe": recipe.to_json()}))
+        else:
+            scores.append(score_sts(mean_of_words(read_vectors(path)), pairs, path.name))
+    return scores

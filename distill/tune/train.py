@@ -1,0 +1,166 @@
+"""``distill tune``: the static model trained toward its teacher.
+
+A sentence is the mean of its words' vectors (a torch ``EmbeddingBag``, exactly what the model2vec and
+sentence-transformers exports compute); the vectors start from a run's set, prepared for sentences (unit,
+SIF-weighted), and are trained so that each corpus sentence's mean points where the teacher's embedding of
+that sentence points (cosine loss; same width, no projection). A seeded tenth of the sentences is held out;
+training stops when their loss stops falling and the best epoch's vectors are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from distill.errors import ConfigError
+from distill.evaluation.sentences import word_splitter
+from distill.files import write_json
+from distill.progress import track
+from distill.rundir import RunDir
+from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
+from distill.tune.teacher import read_teacher
+from distill.vectors.keyed import to_keyed_vectors
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    epochs: int = 30
+    learning_rate: float = 1e-3
+    batch_size: int = 256
+    held_out: float = 0.1  # share of sentences for early stopping
+    patience: int = 3  # epochs without a better held-out loss before stopping
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TuneResult:
+    vectors: np.ndarray  # (n_words, dim) float32
+    history: list[dict[str, float]] = field(default_factory=list)  # per epoch: train and held-out loss
+    best_epoch: int = 0
+    sentences: int = 0
+
+
+def sentence_ids(texts: list[str], words: list[str], lowercase: bool) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each sentence's known word ids, and which sentences have any."""
+    index = {w: i for i, w in enumerate(words)}
+    ids = [
+        np.array([index[w] for w in split if w in index], dtype=np.int64) for split in word_splitter(lowercase)(texts)
+    ]
+    keep = np.array([len(i) > 0 for i in ids], dtype=bool)
+    return [i for i, k in zip(ids, keep) if k], keep
+
+
+def _batches(
+    ids: list[np.ndarray], order: np.ndarray, size: int
+) -> list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+    out = []
+    for lo in range(0, len(order), size):
+        rows = order[lo : lo + size]
+        parts = [ids[r] for r in rows]
+        offsets = torch.from_numpy(np.cumsum([0] + [len(p) for p in parts[:-1]]))
+        out.append((torch.from_numpy(np.concatenate(parts)), offsets, rows))
+    return out
+
+
+def _loss(
+    bag: torch.nn.EmbeddingBag, batch: tuple[torch.Tensor, torch.Tensor, np.ndarray], targets: torch.Tensor
+) -> torch.Tensor:
+    flat, offsets, rows = batch
+    return 1 - torch.nn.functional.cosine_similarity(bag(flat, offsets), targets[rows], dim=1).mean()
+
+
+def tune(
+    vectors: np.ndarray,
+    words: list[str],
+    texts: list[str],
+    targets: np.ndarray,
+    lowercase: bool,
+    options: TuneOptions = TuneOptions(),
+    progress: bool = False,
+) -> TuneResult:
+    """Train ``vectors`` (n_words, dim) so that sentence means match the teacher's ``targets``."""
+    if targets.shape[1] != vectors.shape[1]:
+        raise ConfigError(
+            f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
+        )
+    ids, keep = sentence_ids(texts, words, lowercase)
+    if len(ids) < 20:
+        raise ConfigError(f"only {len(ids)} sentences hold a word of the vocabulary: too few to tune on")
+    torch.manual_seed(options.seed)
+    rng = np.random.default_rng(options.seed)
+    order = rng.permutation(len(ids))
+    n_held = max(1, int(options.held_out * len(ids)))
+    held, train = order[:n_held], order[n_held:]
+    goal = torch.from_numpy(np.ascontiguousarray(targets[keep], dtype=np.float32))
+    bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(vectors.astype(np.float32)), freeze=False, mode="mean")
+    optimizer = torch.optim.Adam(bag.parameters(), lr=options.learning_rate)
+    held_batches = _batches(ids, held, 4096)
+    result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
+    with torch.no_grad():
+        best = float(np.mean([_loss(bag, b, goal).item() for b in held_batches]))
+    result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
+    for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
+        losses = []
+        for batch in _batches(ids, rng.permutation(train), options.batch_size):
+            optimizer.zero_grad()
+            loss = _loss(bag, batch, goal)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        with torch.no_grad():
+            held_loss = float(np.mean([_loss(bag, b, goal).item() for b in held_batches]))
+        result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
+        logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
+        if held_loss < best:
+            best, result.best_epoch = held_loss, epoch
+            result.vectors = bag.weight.detach().numpy().copy()
+        elif epoch - result.best_epoch >= options.patience:
+            break
+    return result
+
+
+def tune_run(
+    run_dir: str | Path,
+    vector_set: str | None = None,
+    recipe: SentenceRecipe = SentenceRecipe(Weighting.SIF),
+    options: TuneOptions = TuneOptions(),
+    progress: bool = False,
+) -> tuple[str, Any, TuneResult]:
+    """Tune a set of a run (default: its recommended set) toward the teacher embeddings it kept; the tuned
+    vectors are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
+    ``--weighting none``, which ``auto`` chooses for it)."""
+    run = RunDir(run_dir)
+    manifest = run.manifest()
+    name = run.resolve_set(vector_set)
+    kv = run.load(name)
+    counts = run.counts(kv.index_to_key)
+    texts, targets = read_teacher(run.path)
+    words_per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
+    start = apply_recipe(kv.vectors, counts, recipe, words_per_sentence)
+    lowercase = bool(manifest["vocabulary"]["lowercase"])
+    result = tune(start, list(kv.index_to_key), texts, targets, lowercase, options, progress)
+    tuned_name = f"{name}.tuned"
+    tuned = to_keyed_vectors(list(kv.index_to_key), result.vectors, counts)
+    run.write_set(tuned_name, tuned)
+    manifest.setdefault("derived", {})[tuned_name] = {
+        "tuned_from": name,
+        "sentence_ready": True,
+        "recipe": recipe.to_json(),
+        "options": options.to_json(),
+        "sentences": result.sentences,
+        "best_epoch": result.best_epoch,
+        "history": result.history,
+    }
+    manifest["files"] += [f for f in run.set_files(tuned_name) if f not in manifest["files"]]
+    write_json(manifest, run.manifest_path)
+    return tuned_name, tuned, result

@@ -1,0 +1,139 @@
+"""Sentence embeddings for deployment: STS scoring, word weights, the teacher's embeddings, tuning, export."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+import distill
+from distill.errors import ConfigError
+from distill.evaluation.sentences import StsPairs, mean_of_words, score_sts, word_splitter
+from distill.rundir import RunDir
+from distill.serve.export import export_run
+from distill.serve.formats import Format, read_npy
+from distill.serve.weighting import (
+    SentenceRecipe,
+    Weighting,
+    apply_recipe,
+    remove_directions,
+    sif_weights,
+    usif_weights,
+    zipf_weights,
+)
+from distill.tune.teacher import read_teacher
+from distill.tune.train import TuneOptions, tune, tune_run
+from distill.vectors.keyed import to_keyed_vectors
+
+from .conftest import TINY_CORPUS
+
+
+def test_sts_spearman_per_year_by_hand(rng):
+    words = [f"w{i}" for i in range(8)]
+    kv = to_keyed_vectors(words, rng.standard_normal((8, 4)).astype(np.float32))
+    years = np.repeat([2012, 2013, 2014, 2015, 2016], 6)
+    first, second = list(rng.choice(words, 30)), list(rng.choice(words, 30))
+    pairs = StsPairs(years, first, second, rng.random(30) * 5)
+    score = score_sts(mean_of_words(kv), pairs, "toy")
+    unit = kv.vectors / np.linalg.norm(kv.vectors, axis=1, keepdims=True)
+    cosines = np.array([unit[kv.key_to_index[a]] @ unit[kv.key_to_index[b]] for a, b in zip(first, second)])
+    for year in (2012, 2013, 2014, 2015, 2016):
+        mask = years == year
+        assert score.per_year[year] == pytest.approx(100 * spearmanr(cosines[mask], pairs.scores[mask]).statistic)
+    assert score.mean((2012, 2016)) == pytest.approx((score.per_year[2012] + score.per_year[2016]) / 2)
+    assert score.n_pairs == 30 and score.sentences_per_second > 0
+
+
+def test_sentences_split_as_the_exports_split_them():
+    assert word_splitter(True)(["The King's men, again!"]) == [["the", "king", "'", "s", "men", ",", "again", "!"]]
+    kv = to_keyed_vectors(["king", "men"], np.array([[1, 0], [0, 3]], dtype=np.float32))
+    np.testing.assert_allclose(mean_of_words(kv)(["The KING's men?", "nothing known"]), [[0.5, 1.5], [0, 0]])
+
+
+def test_weights_follow_their_formulas():
+    counts = np.array([500, 300, 150, 50])
+    p = counts / counts.sum()
+    np.testing.assert_allclose(sif_weights(counts, 1e-3), 1e-3 / (1e-3 + p))
+    inverse_rank = 1 / np.arange(2, 6)
+    np.testing.assert_allclose(zipf_weights(4), 1e-4 / (1e-4 + inverse_rank / inverse_rank.sum()))
+    zipf_counts = (1e6 / np.arange(1, 1001)).astype(int)  # 1,000 words, Zipfian
+    w = usif_weights(zipf_counts, words_per_sentence=10)
+    assert np.all(np.diff(w) >= 0)  # rarer words weigh more
+    q = zipf_counts / zipf_counts.sum()
+    alpha = (q > 1 - (1 - 1 / 1000) ** 10).mean()
+    assert 0 < alpha < 1
+    a = (1 - alpha) / (alpha * 1000 / 2)
+    np.testing.assert_allclose(w, a / (a / 2 + q))
+
+
+def test_removed_directions_are_the_weighted_top_singular_vectors(rng):
+    x = rng.standard_normal((50, 6)).astype(np.float32) + np.array([5, 0, 0, 0, 0, 0], dtype=np.float32)
+    weights = rng.random(50)
+    out = remove_directions(x, weights, 1)
+    _, _, vt = np.linalg.svd(x.astype(np.float64) * np.sqrt(weights)[:, None])
+    np.testing.assert_allclose(out @ vt[0], 0, atol=1e-4)  # nothing left along the top direction
+    np.testing.assert_allclose(out @ vt[1:].T, x @ vt[1:].T, atol=1e-4)  # the rest untouched
+
+
+def test_sif_recipe_is_unit_vectors_times_weights(rng):
+    x, counts = rng.standard_normal((5, 3)).astype(np.float32), np.array([40, 30, 20, 5, 5])
+    out = apply_recipe(x, counts, SentenceRecipe(Weighting.SIF))
+    expected = x / np.linalg.norm(x, axis=1, keepdims=True) * sif_weights(counts)[:, None]
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    np.testing.assert_array_equal(apply_recipe(x, None, SentenceRecipe(Weighting.NONE, unit=False)), x)
+    with pytest.raises(ConfigError, match="needs the run's word counts"):
+        apply_recipe(x, None, SentenceRecipe(Weighting.SIF))
+
+
+@pytest.fixture(scope="module")
+def teacher_run(tiny_bert_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("teacher") / "run"
+    return distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(out), layers="1", best=True,
+                       teacher=True, min_count=3, max_occurrences=50, progress=False)  # fmt: skip
+
+
+def test_teacher_embeddings_are_the_models_own_mean_pooling(teacher_run, tiny_bert_dir):
+    from transformers import AutoModel, AutoTokenizer
+
+    texts, embeddings = read_teacher(teacher_run.out)
+    assert teacher_run.manifest["layers"] == [1, 2] and "teacher.npz" in teacher_run.manifest["files"]
+    assert len(texts) == len(embeddings) == teacher_run.manifest["encoding"]["sentences"]
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
+    one_window = [i for i, t in enumerate(texts) if len(tokenizer(t).input_ids) <= 128]
+    assert len(one_window) < len(texts)  # the tiny corpus has sentences longer than the model's window
+    for i in one_window[:: max(1, len(one_window) // 5)]:
+        with torch.no_grad():
+            last = model(**tokenizer(texts[i], return_tensors="pt")).last_hidden_state[0]
+        np.testing.assert_allclose(embeddings[i], last.mean(dim=0).numpy(), atol=2e-3, rtol=2e-3)  # float16
+
+
+def test_tuning_brings_sentence_means_toward_the_teacher(teacher_run):
+    name, kv, result = tune_run(teacher_run.out, options=TuneOptions(epochs=15, batch_size=16))
+    assert name == f"{teacher_run.manifest['best']}.tuned"
+    assert result.best_epoch > 0 and result.history[result.best_epoch]["held_out"] < result.history[0]["held_out"]
+    manifest = json.loads((teacher_run.out / "manifest.json").read_text())
+    assert manifest["derived"][name]["sentence_ready"] and f"{name}.bin" in manifest["files"]
+    np.testing.assert_array_equal(distill.load(teacher_run.out, vector_set=name).vectors, kv.vectors)
+
+
+def test_tune_refuses_a_teacher_of_another_width(rng):
+    with pytest.raises(ConfigError, match="teacher's embeddings have 4 dimensions, the vectors 3"):
+        tune(rng.standard_normal((2, 3)).astype(np.float32), ["a", "b"], ["a b"] * 30, np.ones((30, 4)), True)
+
+
+def test_export_bakes_sif_weights_in_unless_the_set_is_tuned(teacher_run, tmp_path):
+    best = teacher_run.manifest["best"]
+    kv = distill.load(teacher_run.out, vector_set=best)
+    counts = RunDir(teacher_run.out).counts(kv.index_to_key)
+    (path, _), = export_run(teacher_run.out, formats=[Format.NPY], out=tmp_path / "sif")  # fmt: skip
+    expected = kv.vectors / np.linalg.norm(kv.vectors, axis=1, keepdims=True) * sif_weights(counts)[:, None]
+    np.testing.assert_allclose(read_npy(path).vectors, expected, rtol=1e-5)
+    info = json.loads((path / "export.json").read_text())
+    assert info["sentence_recipe"]["weighting"] == "sif"
+    (plain, _), = export_run(
+        teacher_run.out, formats=[Format.NPY], out=tmp_path / "none", weighting="none"
+    )  # fmt: skip
+    np.testing.assert_array_equal(read_npy(plain).vectors, kv.vectors)
