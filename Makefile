@@ -14,7 +14,7 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 WORDS ?= 2000000
 
-.PHONY: install distill evaluate table analyze gutenberg sts-quarter smollm2-weights test test-all lint bench clean
+.PHONY: install distill model evaluate table analyze gutenberg sts-quarter smollm2-weights test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ install: $(VENV)/.installed
 distill: install
 	$(VENV)/bin/distill run --model $(MODEL) --layers $(LAYER) --pooling $(POOLING) $(if $(filter 1,$(BEST)),--best) \
 		$(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
+
+# The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers
+model: install
+	$(VENV)/bin/distill model --model $(MODEL) $(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 evaluate: install
 	$(VENV)/bin/distill evaluate $(VECTORS) $(foreach b,$(BASELINE),--baseline $(b)) $(ARGS)

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+import distill
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import evaluate_similarity
 from distill.paths import data_dir
@@ -121,3 +122,28 @@ def test_evaluate_scores_sentences_of_a_run_and_of_its_model2vec_export(tiny_ber
     assert sentences[0]["per_year"] == pytest.approx(sentences[1]["per_year"], abs=1e-6)
     assert all(s["n_pairs"] == 14778 for s in sentences)
     assert "## Sentences: STS 2012-2016" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_card(tiny_bert_dir, tmp_path):
+    from model2vec import StaticModel
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "run"
+    done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(out),
+                "--tune-epochs", "3", "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    tuned = f"{manifest['best']}.tuned"
+    assert manifest["derived"][tuned]["sentence_ready"] and "teacher.npz" in manifest["files"]
+    card = (out / "model2vec" / "README.md").read_text()
+    assert f"set `{tuned}`, tuned from `{manifest['best']}`" in card and "## STS 2012-2016" in card
+    scores = json.loads((out / "st" / "scores.json").read_text())
+    assert scores["sts"][0]["label"] == f"{tuned} (model2vec export)"
+    # both loaders give the tuned set's sentence vectors: the mean of the words' vectors
+    m2v, st = StaticModel.from_pretrained(str(out / "model2vec")), SentenceTransformer(str(out / "st"), device="cpu")
+    vectors = distill.load(out, vector_set=tuned)
+    words = vectors.index_to_key[:3]
+    expected = vectors[words].mean(axis=0)
+    np.testing.assert_allclose(m2v.encode([" ".join(words)])[0], expected, atol=1e-5)
+    st_vec = st.encode([" ".join(words)])[0]
+    assert st_vec @ expected / np.linalg.norm(st_vec) / np.linalg.norm(expected) == pytest.approx(1.0, abs=1e-5)

@@ -172,3 +172,31 @@ def tune(
         f"sentences; held-out cosine loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
         f"(epoch {result.best_epoch})"
     )
+
+
+@app.command()
+def model(
+    corpus: Annotated[
+        Optional[list[str]], typer.Option(help="Corpus file(s) or folders. Default: the STS sentences.")
+    ] = None,
+    out: Annotated[
+        Optional[str], typer.Option(help="Folder of the run; the models go to OUT/model2vec and OUT/st.")
+    ] = None,
+    teacher_model: Annotated[str, typer.Option("--model", help="The teacher, as for distill run.")] = "minilm",
+    tune_epochs: Annotated[int, typer.Option(min=0, help="Tuning epochs at most (0: no tuning).")] = 30,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
+) -> None:
+    """The recommended production model in one command: distil (the recommended set, the teacher's sentence
+    embeddings kept), tune toward the teacher, export model2vec and sentence-transformers folders with a
+    model card, and score them on STS."""
+    from distill.pipeline import run_pipeline
+    from distill.serve.card import build_model
+
+    setup_logging(verbose, progress)
+    with user_errors():
+        config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
+                             best=True, teacher=True, progress=progress)  # fmt: skip
+        folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress)
+    typer.echo("\n".join(summary_lines))
+    typer.echo("wrote " + ", ".join(map(str, folders)))

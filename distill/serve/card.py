@@ -1,0 +1,111 @@
+"""The production model of ``distill model``: a run's recommended set, tuned toward its teacher, exported as
+model2vec and sentence-transformers folders with a model card (teacher, corpus, recipe, scores, speed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from distill.evaluation.datasets import load_similarity
+from distill.evaluation.metrics import evaluate_similarity
+from distill.evaluation.sentences import (
+    DEV_YEARS,
+    HELD_OUT_YEARS,
+    SentenceScore,
+    load_sts,
+    model2vec_encoder,
+    score_inputs,
+    score_sts,
+)
+from distill.files import write_json, write_text
+from distill.rundir import RunDir
+from distill.serve.export import export_run
+from distill.serve.formats import Format
+
+WORD_BENCHMARKS = ("simlex999", "men", "ws353")
+
+
+def word_scores(run: RunDir, name: str) -> dict[str, dict[str, float]]:
+    """Spearman and pairs covered of a set on the dev word-similarity benchmarks."""
+    kv = run.load(name)
+    out = {}
+    for bench in WORD_BENCHMARKS:
+        score = evaluate_similarity(kv, load_similarity(bench))
+        out[bench] = {"spearman": score.score, "covered": score.n_covered, "pairs": score.n_total}
+    return out
+
+
+def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceScore], words: dict[str, Any]) -> str:
+    """README.md of the exported folders."""
+    corpus = ", ".join(Path(f["path"]).name for f in manifest["corpus"]["files"])
+    derived = manifest.get("derived", {}).get(exported, {})
+    casing = "lowercased" if manifest["vocabulary"]["lowercase"] else "cased"
+    lines = [
+        f"# Static embeddings distilled from {Path(manifest['model']['source']).name}",
+        "",
+        "A static model: a sentence is the mean of its words' vectors (model2vec or sentence-transformers load "
+        "this folder), made by [distill](https://example.invalid/distill) from a contextual model.",
+        "",
+        f"- teacher: `{manifest['model']['source']}` ({manifest['model']['n_layers']} layers, "
+        f"{manifest['model']['hidden_size']} dimensions)",
+        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} lines)",
+        f"- vocabulary: {manifest['vocabulary']['size']:,} words ({casing})",
+        f"- vectors: set `{exported}`"
+        + (
+            f", tuned from `{derived['tuned_from']}` toward the teacher's sentence "
+            f"embeddings of {derived['sentences']:,} corpus sentences "
+            f"(best epoch {derived['best_epoch']})"
+            if derived.get("tuned_from")
+            else ""
+        ),
+        "",
+        "## STS 2012-2016 (Spearman x100 of the cosine; 2012-2014 dev, 2015-2016 held out)",
+        "",
+        "| encoder | dev 12-14 | held out 15-16 | mean | sentences/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s in scores:
+        lines.append(f"| {s.label} | {s.mean(DEV_YEARS):.1f} | {s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | "
+                     f"{s.sentences_per_second:,.0f} |")  # fmt: skip
+    lines += ["", "## Words (Spearman, pairs covered)", "", "| set | " + " | ".join(WORD_BENCHMARKS) + " |",
+              "|---|" + "---:|" * len(WORD_BENCHMARKS)]  # fmt: skip
+    for name, by_bench in words.items():
+        cells = " | ".join(f"{by_bench[b]['spearman']:.3f} ({by_bench[b]['covered']})" for b in WORD_BENCHMARKS)
+        lines.append(f"| {name} | {cells} |")
+    use = (
+        'from model2vec import StaticModel\nmodel = StaticModel.from_pretrained("PATH")\nmodel.encode(["A sunny day."])'
+    )
+    lines += ["", "## Use", "", "```python", use, "```", ""]
+    return "\n".join(lines)
+
+
+def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Path], list[str]]:
+    """Tune (if ``tune_epochs``), export both folders, score them, write the card; returns folders and a summary."""
+    from distill.tune.train import TuneOptions, tune_run
+
+    run = RunDir(result.out)
+    best = result.manifest["best"]
+    exported = best
+    if tune_epochs:
+        exported, _, _ = tune_run(run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress)
+    folders = []
+    for fmt, folder in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
+        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / folder)
+        folders.append(path)
+    pairs = load_sts()
+    scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
+    if exported != best:
+        scores += score_inputs([run.path], best, pairs)
+    words = {name: word_scores(run, name) for name in dict.fromkeys([exported, best])}
+    manifest = run.manifest()
+    card = model_card(manifest, exported, scores, words)
+    for folder in folders:
+        write_text(card, folder / "README.md")
+        write_json({"sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores],
+                    "words": words}, folder / "scores.json")  # fmt: skip
+    summary = [
+        f"{s.label}: STS mean {s.mean():.1f} (dev {s.mean(DEV_YEARS):.1f}, held out {s.mean(HELD_OUT_YEARS):.1f}), "
+        f"{s.sentences_per_second:,.0f} sentences/s"
+        for s in scores
+    ]
+    return folders, summary
