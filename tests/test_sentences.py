@@ -137,3 +137,30 @@ def test_export_bakes_sif_weights_in_unless_the_set_is_tuned(teacher_run, tmp_pa
         teacher_run.out, formats=[Format.NPY], out=tmp_path / "none", weighting="none"
     )  # fmt: skip
     np.testing.assert_array_equal(read_npy(plain).vectors, kv.vectors)
+
+
+def test_projector_export_is_the_tsv_pair_the_embedding_projector_loads(teacher_run, tmp_path):
+    ((path, _),) = export_run(teacher_run.out, formats=[Format.PROJECTOR], out=tmp_path / "p", weighting="none")
+    kv = distill.load(teacher_run.out)
+    vectors = np.loadtxt(path / "vectors.tsv", delimiter="\t", dtype=np.float32)
+    np.testing.assert_array_equal(vectors, kv.vectors)
+    metadata = (path / "metadata.tsv").read_text().splitlines()
+    assert metadata[0] == "word\tcount" and [m.split("\t")[0] for m in metadata[1:]] == kv.index_to_key
+
+
+def test_push_to_hub_offline_fails_with_one_line_after_writing_the_export(teacher_run, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "300"}
+    done = subprocess.run([sys.executable, "-m", "distill", "export", str(teacher_run.out), "--format", "model2vec",
+                           "--out", str(tmp_path / "m"), "--push-to-hub", "someone/static-model"],
+                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot push" in lines[0] and "someone/static-model" in lines[0], done.stderr
+    card = (tmp_path / "m" / "README.md").read_text()
+    best = teacher_run.manifest["best"]
+    assert f"- vectors: set `{best}`" in card and "- teacher: `" in card and "tiny_corpus.txt" in card
+    assert (tmp_path / "m" / "model.safetensors").is_file()  # the export itself stands

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -83,7 +84,8 @@ def neighbors(
 def export(
     run_dir: Annotated[Path, typer.Argument(help="A distill run folder.")],
     format: Annotated[
-        str, typer.Option(help="word2vec, kv (gensim), model2vec, sentence-transformers, npy; comma-separated.")
+        str,
+        typer.Option(help="word2vec, kv (gensim), model2vec, sentence-transformers, npy, projector; comma-separated."),
     ] = "kv,model2vec,sentence-transformers,npy",
     vector_set: SetOpt = None,
     layer: LayerOpt = None,
@@ -102,6 +104,10 @@ def export(
             "distill tune made)."
         ),
     ] = WeightingChoice.AUTO,
+    push_to_hub: Annotated[
+        Optional[str],
+        typer.Option(help="Also upload each folder format to this Hugging Face hub repository, with a model card."),
+    ] = None,
     out: Annotated[
         Optional[str],
         typer.Option(
@@ -120,6 +126,18 @@ def export(
                              weighting=weighting.value)  # fmt: skip
     for path, size in written:
         typer.echo(f"{size / 1e6:8.2f} MB  {path}")
+    if push_to_hub:
+        from distill.rundir import RunDir
+        from distill.serve.card import model_card
+        from distill.serve.hub import push_folder
+
+        with user_errors():
+            manifest = RunDir(run_dir).manifest()
+            for path, _ in written:
+                if path.is_dir():
+                    info = json.loads((path / "export.json").read_text(encoding="utf-8"))
+                    url = push_folder(path, push_to_hub, model_card(manifest, info["set"], [], {}))
+                    typer.echo(f"pushed {path} to {url}")
 
 
 @app.command()

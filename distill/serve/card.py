@@ -58,17 +58,22 @@ def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceSco
             if derived.get("tuned_from")
             else ""
         ),
-        "",
-        "## STS 2012-2016 (Spearman x100 of the cosine; 2012-2014 dev, 2015-2016 held out)",
-        "",
-        "| encoder | dev 12-14 | held out 15-16 | mean | sentences/s |",
-        "|---|---:|---:|---:|---:|",
     ]
+    if scores:
+        title = "## STS 2012-2016 (Spearman x100 of the cosine; 2012-2014 dev, 2015-2016 held out)"
+        lines += [
+            "",
+            title,
+            "",
+            "| encoder | dev 12-14 | held out 15-16 | mean | sentences/s |",
+            "|---|---:|---:|---:|---:|",
+        ]
     for s in scores:
         lines.append(f"| {s.label} | {s.mean(DEV_YEARS):.1f} | {s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | "
                      f"{s.sentences_per_second:,.0f} |")  # fmt: skip
-    lines += ["", "## Words (Spearman, pairs covered)", "", "| set | " + " | ".join(WORD_BENCHMARKS) + " |",
-              "|---|" + "---:|" * len(WORD_BENCHMARKS)]  # fmt: skip
+    if words:
+        lines += ["", "## Words (Spearman, pairs covered)", "", "| set | " + " | ".join(WORD_BENCHMARKS) + " |",
+                  "|---|" + "---:|" * len(WORD_BENCHMARKS)]  # fmt: skip
     for name, by_bench in words.items():
         cells = " | ".join(f"{by_bench[b]['spearman']:.3f} ({by_bench[b]['covered']})" for b in WORD_BENCHMARKS)
         lines.append(f"| {name} | {cells} |")

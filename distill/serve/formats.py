@@ -31,12 +31,13 @@ class Format(str, Enum):
     MODEL2VEC = "model2vec"  # StaticModel.from_pretrained(folder)
     SENTENCE_TRANSFORMERS = "sentence-transformers"  # SentenceTransformer(folder)
     NPY = "npy"  # vectors.npy (+ scale.npy) + vocab.tsv
+    PROJECTOR = "projector"  # vectors.tsv + metadata.tsv: TensorBoard's and the web Embedding Projector
 
 
 #: What every folder export holds beside the format's own files: where its vectors came from.
 EXPORT_INFO = "export.json"
 #: Formats written as a folder (the others are files).
-FOLDER_FORMATS = (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS, Format.NPY)
+FOLDER_FORMATS = (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS, Format.NPY, Format.PROJECTOR)
 #: The package a format needs beyond the base install, and the extra that installs it.
 _NEEDS = {Format.MODEL2VEC: "model2vec", Format.SENTENCE_TRANSFORMERS: "sentence_transformers"}
 
@@ -194,7 +195,27 @@ def write_format(
         return [write_model2vec(words, q, lowercase, target or out / f"{stem}.model2vec", base_model, info)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
         return [write_sentence_transformers(words, q, lowercase, target or out / f"{stem}.st", info, pieces)]
+    if fmt is Format.PROJECTOR:
+        return [write_projector(words, q, counts, target or out / f"{stem}.projector", info)]
     return [write_npy(words, q, counts, target or out / f"{stem}.npy", info)]
+
+
+def write_projector(
+    words: Sequence[str], q: Quantized, counts: np.ndarray | None, path: Path, info: dict[str, Any]
+) -> Path:
+    """``vectors.tsv`` (one vector a line, tab-separated) and ``metadata.tsv`` (a ``word<TAB>count`` header,
+    then one row a vector), the pair the Embedding Projector loads."""
+    from distill.vectors.floattext import format_rows
+
+    values = q.dequantize()
+    counts = counts if counts is not None else np.zeros(len(words), dtype=np.int64)
+    with atomic_dir(path) as tmp:
+        rows = format_rows(values)
+        (tmp / "vectors.tsv").write_bytes(b"".join(row.replace(b" ", b"\t") + b"\n" for row in rows))
+        table = "".join(f"{w}\t{int(c)}\n" for w, c in zip(words, counts))
+        (tmp / "metadata.tsv").write_text("word\tcount\n" + table, encoding="utf-8")
+        write_json(info, tmp / EXPORT_INFO)
+    return path
 
 
 def size_on_disk(path: Path) -> int:
