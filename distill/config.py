@@ -221,6 +221,12 @@ class RunConfig:
     )
     revision: str | None = option(None, "Hub revision (branch, tag or commit).", MODEL)
     normalize: bool = option(False, "L2-normalise every output vector.", OUTPUT)
+    model_words: bool = option(
+        False,
+        "Also give a vector to every whole-word token of the model's vocabulary that the corpus did not: the "
+        "model's states of the word read alone (counted 0 in vocab.tsv).",
+        INPUT,
+    )
     best: bool = option(
         False,
         "Also write the recommended set (benchmarks/quality_sweep.py): the mean vectors of the upper third of "

@@ -30,6 +30,7 @@ from distill.config import Pooling, RunConfig, best_layers, parse_layers
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
+from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
 from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.driver import EncodePass, encode_pass
@@ -42,7 +43,7 @@ from distill.reduction import reduce_words
 from distill.rundir import MANIFEST, VOCAB, RunDir, load, set_name, write_vocab
 from distill.serve.pieces import PieceSums
 from distill.tune.teacher import TeacherTargets, teacher_pooling
-from distill.vectors.keyed import to_keyed_vectors
+from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -255,6 +256,30 @@ class Reduced:
     filled: np.ndarray  # (n_vocab,) occurrences encoded per word
     vectors: dict[str, Any] = field(default_factory=dict)  # set name -> KeyedVectors
     files: list[str] = field(default_factory=list)
+    from_model: int = 0  # words the corpus did not give, from the model's vocabulary (--model-words)
+
+
+def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduced) -> np.ndarray | None:
+    """``--model-words``: the model's whole words the corpus did not give, encoded alone; appended to the
+    result's words (count 0). Returns their states (n_layers, n, dim), or None."""
+    if not plan.config.model_words:
+        return None
+    words = model_words(encoder, vocab.lowercase, set(vocab.words))
+    if not words:
+        return None
+    logger.info("%d words of the model's vocabulary encoded alone", len(words))
+    states = encode_alone(encoder, words, plan.layers, plan.config.batch_size)
+    result.words += words
+    result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
+    result.from_model = len(words)
+    return states
+
+
+def _alone_rows(states: np.ndarray, index: int, pooling: Pooling, config: RunConfig) -> np.ndarray:
+    """One layer's vectors of words encoded alone: the state (mean pooling) or its direction (the first PC of a
+    single row, signed toward it)."""
+    rows = states[index]
+    return l2_normalize(rows) if pooling is Pooling.PC or config.normalize else rows
 
 
 def reduce_and_write(
@@ -267,6 +292,7 @@ def reduce_and_write(
     if not keep.any():
         raise ConfigError("no occurrence of any vocabulary word could be aligned to the model's pieces")
     result = Reduced([w for w, k in zip(vocab.words, keep) if k], vocab.counts[keep], keep, filled)
+    alone = _words_alone(plan, encoder, vocab, result)
     run, written = RunDir(plan.out), set(plan.sets)
     writer = ThreadPoolExecutor(max_workers=1)  # set N is written while set N+1 is reduced
     pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
@@ -277,6 +303,8 @@ def reduce_and_write(
             matrix = reduce_words(store.layer(layer), sample.offsets, filled, pooling, position=store.position,
                                   device=encoder.device, normalize=plan.config.normalize,
                                   progress=plan.config.progress, desc=name)[keep]  # fmt: skip
+            if alone is not None:
+                matrix = np.vstack([matrix, _alone_rows(alone, plan.layers.index(layer), pooling, plan.config)])
             kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
             if (layer, pooling) in written:
                 pending += run.write_set(name, kv, writer.submit)
@@ -380,7 +408,13 @@ def build_manifest(plan: Plan, encoder: Encoder, vocab: Vocabulary, stats: Corpu
         layers=list(plan.layers),
         pooling=[p.value for p in dict.fromkeys(p for _, p in plan.reduced)],
         corpus=corpus_record,
-        vocabulary={"size": len(reduced.words), "lowercase": lowercase, "candidates": len(vocab), "dropped": dropped},
+        vocabulary={
+            "size": len(reduced.words),
+            "lowercase": lowercase,
+            "candidates": len(vocab),
+            "dropped": dropped,
+            "from_model_vocabulary": reduced.from_model,
+        },
         occurrences=occurrences,
         encoding=encoding,
         files=reduced.files,
@@ -488,7 +522,8 @@ def summary(result: RunResult) -> str:
         f"wrote {len(m['files'])} files to {result.out} in {m['timings_seconds']['total']:.1f} s",
     ]
     if m.get("best"):
-        lines.append(f"recommended set (--best): {result.out}/{m['best']}.txt; the paper's: layer1.pc.txt")
+        paper = "; the paper's: layer1.pc.txt" if "layer1.pc.txt" in m["files"] else ""
+        lines.append(f"recommended set (--best): {result.out}/{m['best']}.txt{paper}")
     return "\n".join(lines)
 
 

@@ -197,3 +197,27 @@ def test_write_error_in_the_writer_thread_reaches_the_caller(tiny_bert_dir, tmp_
     with pytest.raises(OutputError, match="disk full"):
         _run(tiny_bert_dir, tmp_path / "out")
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_model_words_get_the_state_of_the_word_read_alone(tiny_bert_dir, tmp_path):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    options = dict(corpus=[str(TINY_CORPUS)], layers="1", pooling="pc,mean", min_count=3, max_occurrences=5)
+    plain = _run(tiny_bert_dir, tmp_path / "plain", **options)
+    full = _run(tiny_bert_dir, tmp_path / "full", model_words=True, **options)
+    added = full.manifest["vocabulary"]["from_model_vocabulary"]
+    assert added > 0 and full.manifest["vocabulary"]["size"] == plain.manifest["vocabulary"]["size"] + added
+    kv = full[1, "mean"]
+    np.testing.assert_array_equal(
+        kv.vectors[: len(plain[1, "mean"])], plain[1, "mean"].vectors
+    )  # corpus words as before
+    counts = dict(line.split("\t") for line in (tmp_path / "full" / "vocab.tsv").read_text().splitlines())
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
+    for word in kv.index_to_key[-added:][:5]:
+        assert counts[word] == "0" and word not in plain[1, "mean"].key_to_index
+        with torch.no_grad():
+            states = model(**tokenizer(word, return_tensors="pt"), output_hidden_states=True).hidden_states
+        alone = states[1][0, 1].numpy()  # [CLS] word [SEP]: the word's one piece
+        np.testing.assert_allclose(kv[word], alone, atol=1e-5)
+        np.testing.assert_allclose(full[1, "pc"][word], alone / np.linalg.norm(alone), atol=1e-5)

@@ -214,7 +214,7 @@ def model(
     setup_logging(verbose, progress)
     with user_errors():
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
-                             best=True, teacher=True, progress=progress)  # fmt: skip
+                             best=True, teacher=True, model_words=True, progress=progress)  # fmt: skip
         folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress)
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

@@ -1,0 +1,86 @@
+"""The most the host can feed any accelerator: everything the pipeline does per batch on the host, with the
+forward pass replaced by nothing, next to the bare fast tokenizer (batched) on the same sentences.
+
+    python benchmarks/host_ceiling.py [--corpus FILE] [--model minilm] [--batch-tokens 16384]
+
+Host work measured: reading the corpus, counting words, building the vocabulary and the sample, walking the
+corpus for the sampled sentences, tokenizing them into windows, aligning each occurrence to its pieces,
+length-sorting and assembling padded ``(B, T)`` id and mask tensors per batch (pinned where CUDA is there).
+Prints tokens/s of each, per core, and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+from distill.config import RunConfig
+from distill.corpus import build_vocabulary, count_words, iter_lines
+from distill.encoders import load_encoder
+from distill.encoding.batches import ChunkDone, iter_batches
+from distill.occurrences import iter_jobs, plan_sample
+from distill.paths import default_corpus, resolve_model
+
+
+def assemble(batch: list, pin: bool) -> int:
+    """The padded ids and mask of one batch, as the encoder builds them; returns its real tokens."""
+    width = max(len(p.window.ids) for p in batch)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for i, p in enumerate(batch):
+        ids[i, : len(p.window.ids)] = torch.tensor(p.window.ids)
+        mask[i, : len(p.window.ids)] = 1
+    if pin:
+        ids, mask = ids.pin_memory(), mask.pin_memory()
+    return sum(len(p.window.ids) for p in batch)
+
+
+def host_pass(corpus: str, model: object, config: RunConfig) -> tuple[int, float]:
+    """Tokens the host prepares and the seconds it takes, from the corpus file to assembled batches."""
+    t0 = time.perf_counter()
+    lowercase = model.uncased  # type: ignore[attr-defined]
+    vocab = build_vocabulary(count_words(iter_lines([corpus]), lowercase), lowercase=lowercase, min_count=5)
+    sample = plan_sample(vocab.counts, config.max_occurrences, config.seed)
+    jobs = iter_jobs(iter_lines([corpus]), vocab, sample)
+    tokens, pin = 0, torch.cuda.is_available()
+    for batch in iter_batches(model, jobs, batch_size=config.batch_size, stride=config.stride):  # type: ignore[arg-type]
+        if not isinstance(batch, ChunkDone):
+            tokens += assemble(batch, pin)
+    return tokens, time.perf_counter() - t0
+
+
+def bare_tokenizer(corpus: str, model: object, batch: int = 4096) -> tuple[int, float]:
+    """The fast tokenizer alone, batched, on every line of the corpus."""
+    lines = list(iter_lines([corpus]))
+    backend = model.tokenizer.backend_tokenizer  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    tokens = 0
+    for lo in range(0, len(lines), batch):
+        tokens += sum(len(e.ids) for e in backend.encode_batch(lines[lo : lo + batch]))
+    return tokens, time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=str(default_corpus()))
+    parser.add_argument("--model", default="minilm")
+    args = parser.parse_args()
+    config = RunConfig(model=args.model, progress=False)
+    model = load_encoder(config.model, resolve_model(config.model), (1,), device="cpu")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    bare_tokens, bare_seconds = bare_tokenizer(args.corpus, model)
+    host_tokens, host_seconds = host_pass(args.corpus, model, config)
+    bare_rate, host_rate = bare_tokens / bare_seconds, host_tokens / host_seconds
+    print(f"cores: {cores}; corpus: {args.corpus}; model: {config.model}")
+    print(f"bare fast tokenizer (batched, every line): {bare_tokens:,} tokens in {bare_seconds:.2f} s = "
+          f"{bare_rate:,.0f} tokens/s ({bare_rate / cores:,.0f} per core)")  # fmt: skip
+    print(f"host pipeline, no forward pass (sampled sentences): {host_tokens:,} tokens in {host_seconds:.2f} s = "
+          f"{host_rate:,.0f} tokens/s ({host_rate / cores:,.0f} per core)")  # fmt: skip
+    print(f"ratio host / bare tokenizer: {host_rate / bare_rate:.3f}")
+
+
+if __name__ == "__main__":
+    main()

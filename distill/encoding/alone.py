@@ -1,0 +1,55 @@
+"""Words the corpus did not provide, encoded alone: the model's states of a word given by itself, in the same
+layers and the same space as the corpus vectors (a word of one piece in a window of its own).
+
+``model_words`` finds the model's whole-word tokens (a token that is a word by itself: decoded alone it is
+alphabetic and the tokenizer gives it back as that one token), so every word a user is likely to look up
+that the model knows as a unit has a vector, whether or not the corpus holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from distill.encoders import Encoder
+from distill.encoding.batches import EncodeStats, batched, encode_batch, prepare_chunk
+from distill.occurrences import SentenceJob
+
+
+def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]:
+    """Whole-word tokens of the encoder's vocabulary not in ``known``, sorted (none for encoders without a
+    piece vocabulary, such as ELMo)."""
+    tokenizer: Any = getattr(encoder, "tokenizer", None)
+    if tokenizer is None:
+        return []
+    special = set(tokenizer.all_special_ids)
+    candidates = []
+    for token, token_id in tokenizer.get_vocab().items():
+        if token_id in special:
+            continue
+        text = tokenizer.decode([token_id]).strip()
+        if not text.isalpha() or (lowercase and text != text.lower()) or text in known:
+            continue
+        candidates.append((text, token))
+    words = []
+    for chunk in batched(sorted(candidates), 4096):
+        encodings = tokenizer.backend_tokenizer.encode_batch([text for text, _ in chunk], add_special_tokens=False)
+        words += [text for (text, token), enc in zip(chunk, encodings) if enc.tokens == [token]]
+    return sorted(set(words))
+
+
+def encode_alone(encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256) -> np.ndarray:
+    """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone."""
+    out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
+    jobs = [SentenceJob(i, word, np.array([0]), np.array([len(word)]), np.array([i])) for i, word in enumerate(words)]
+    stats = EncodeStats()
+    with torch.inference_mode():
+        for chunk in batched(jobs, 4096):
+            prepared = prepare_chunk(encoder, chunk, 0, stats)
+            for batch in batched(prepared, batch_size):
+                rows, vectors = encode_batch(encoder, layers, batch, stats)
+                out[:, rows] = vectors
+    return out
