@@ -85,32 +85,34 @@ def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceSco
 
 
 def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Path], list[str]]:
-    """Tune (if ``tune_epochs``), export both folders, score them, write the card; returns folders and a summary."""
+    """Tune (if ``tune_epochs``) and keep the tuned set only where it helps (a higher STS mean on the dev years,
+    2012-2014); export both folders, score them, write the card; returns the folders and a summary."""
     from distill.tune.train import TuneOptions, tune_run
 
     run = RunDir(result.out)
     best = result.manifest["best"]
-    exported = best
+    pairs = load_sts()
+    candidates = {best: score_inputs([run.path], best, pairs)[0]}
     if tune_epochs:
-        exported, _, _ = tune_run(run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress)
+        tuned, _, _ = tune_run(run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress)
+        candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
+    exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
     folders = []
     for fmt, folder in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
         (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / folder)
         folders.append(path)
-    pairs = load_sts()
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
-    if exported != best:
-        scores += score_inputs([run.path], best, pairs)
-    words = {name: word_scores(run, name) for name in dict.fromkeys([exported, best])}
-    manifest = run.manifest()
-    card = model_card(manifest, exported, scores, words)
+    scores += [score for name, score in candidates.items() if name != exported]
+    words = {name: word_scores(run, name) for name in candidates}
+    card = model_card(run.manifest(), exported, scores, words)
     for folder in folders:
         write_text(card, folder / "README.md")
-        write_json({"sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores],
-                    "words": words}, folder / "scores.json")  # fmt: skip
+        write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
+                    "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores]},
+                   folder / "scores.json")  # fmt: skip
     summary = [
         f"{s.label}: STS mean {s.mean():.1f} (dev {s.mean(DEV_YEARS):.1f}, held out {s.mean(HELD_OUT_YEARS):.1f}), "
         f"{s.sentences_per_second:,.0f} sentences/s"
         for s in scores
     ]
-    return folders, summary
+    return folders, [f"exported {exported} (the better on the dev years, STS 2012-2014)", *summary]
