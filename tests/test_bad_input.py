@@ -267,13 +267,15 @@ def test_an_unknown_pooling_is_listed_with_its_choices(finished_run, command):
 def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     target = tmp_path / "layer1.pc.npy"
     target.write_text("a file of the user's")
-    _one_error(
-        _cli("export", str(finished_run), "--format", "npy", "--out", str(tmp_path)), "exists and is not a folder"
-    )
+    done = _cli("export", str(finished_run), "--format", "npy,kv", "--out", str(tmp_path))
+    _one_error(done, "exists and is not a folder")
+    assert target.read_text() == "a file of the user's"
+    done = _cli("export", str(finished_run), "--format", "npy", "--out", str(tmp_path))  # OUT is the folder itself
+    _one_error(done, "holds files that distill did not export")
     assert target.read_text() == "a file of the user's"
     not_a_folder = tmp_path / "plain-file"
     not_a_folder.write_text("x")
-    _one_error(_cli("export", str(finished_run), "--format", "npy", "--out", str(not_a_folder)), "cannot write")
+    _one_error(_cli("export", str(finished_run), "--format", "npy,kv", "--out", str(not_a_folder)), "cannot write")
 
 
 def test_evaluate_a_damaged_or_truncated_gzip(tmp_path):

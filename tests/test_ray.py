@@ -35,7 +35,7 @@ def test_ray_engine_equals_the_local_engine(tiny_bert_dir, tmp_path, local_clust
 
 
 def test_ray_engine_refuses_piece_vectors(tiny_bert_dir, tmp_path, local_cluster):
-    with pytest.raises(distill.config.ConfigError, match="--pieces is not available with --engine ray"):
+    with pytest.raises(distill.config.ConfigError, match="--pieces and --teacher are not available with --engine ray"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(_corpus(tmp_path, 200))], out=str(tmp_path / "p"),
                     min_count=2, engine="ray", pieces=True, progress=False)  # fmt: skip
 
