@@ -17,7 +17,7 @@ from pathlib import Path
 
 import distill
 from distill.evaluation.sentences import DEV_YEARS, HELD_OUT_YEARS, load_sts, mean_of_words, score_sts
-from distill.rundir import RunDir, sets_of
+from distill.rundir import RunDir, sets_of, words_per_line
 from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
 from distill.vectors.keyed import to_keyed_vectors
 
@@ -33,7 +33,7 @@ def main() -> None:
     names = args.sets.split(",") if args.sets else sets_of(manifest)
     names = [run.resolve_set(n) for n in names]
     pairs = load_sts()
-    words_per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
+    words_per_sentence = words_per_line(manifest)
     rows = []
     print("| set | weighting | unit | removed | STS12-14 (dev) | STS15-16 (held out) | all | sentences/s |")
     print("|---|---|---|---:|---:|---:|---:|---:|")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import logging
 import re
 import sys
@@ -19,6 +18,7 @@ import numpy as np
 
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
+from distill.rundir import listed_files
 
 logger = logging.getLogger(__name__)
 
@@ -50,17 +50,6 @@ def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
 CORPUS_SUFFIXES = (".txt", ".gz")
 
 
-def _ours(folder: Path) -> set[str]:
-    """Files a distill run wrote in ``folder`` (its manifest lists them), never read as corpus text."""
-    manifest = folder / "manifest.json"
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
-    except (ValueError, UnicodeDecodeError):
-        return set()
-    files = data.get("files") if isinstance(data, dict) and "distill_version" in data else None
-    return set(files) if isinstance(files, list) else set()
-
-
 def _corpus_files(root: Path) -> list[str]:
     """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
     run's work folder) nor an output of a distill run kept in the same folder."""
@@ -72,7 +61,7 @@ def _corpus_files(root: Path) -> list[str]:
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
         if path.parent not in ours:
-            ours[path.parent] = _ours(path.parent)
+            ours[path.parent] = listed_files(path.parent)
         if path.name not in ours[path.parent]:
             found.append(str(path))
     return sorted(found)

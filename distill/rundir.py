@@ -43,6 +43,18 @@ def is_our_manifest(data: Any) -> bool:
     return isinstance(data, dict) and "distill_version" in data and isinstance(data.get("files"), list)
 
 
+def words_per_line(manifest: dict[str, Any]) -> float:
+    """A run's corpus words per line (uSIF's sentence length)."""
+    return manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
+
+
+def listed_files(folder: Path) -> set[str]:
+    """The files a distill run's manifest in ``folder`` lists (none when there is no manifest of ours)."""
+    path = folder / MANIFEST
+    data = _read_json(path) if path.is_file() else None
+    return set(data["files"]) if is_our_manifest(data) else set()
+
+
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))

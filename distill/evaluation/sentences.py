@@ -214,8 +214,7 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
     """Score each input: a model2vec or sentence-transformers folder as its loader reads it; a run folder's sets
     as ``distill export`` bakes them (its sentence recipe); any other vector file as the plain mean."""
     from distill.rundir import RunDir, sets_of
-    from distill.serve.export import sentence_recipe
-    from distill.serve.weighting import apply_recipe
+    from distill.serve.export import prepared_set
     from distill.vectors.keyed import to_keyed_vectors
     from distill.vectors.reader import read_vectors
 
@@ -229,11 +228,8 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
             run = RunDir(path)
             manifest = run.manifest()
             names = [run.resolve_set(vector_set)] if vector_set else sets_of(manifest)
-            per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
             for name in names:
-                kv = run.load(name)
-                recipe = sentence_recipe(manifest, name, "auto")
-                ready = apply_recipe(kv.vectors, run.counts(kv.index_to_key), recipe, per_sentence)
+                kv, _, recipe, ready = prepared_set(run, name)
                 encode = mean_of_words(to_keyed_vectors(kv.index_to_key, ready), manifest["vocabulary"]["lowercase"])
                 label = f"{path.name} {name} ({recipe.name})"
                 scores.append(score_sts(encode, pairs, label, {"set": name, "recipe": recipe.to_json()}))

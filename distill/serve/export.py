@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from distill.config import parse_choices
 from distill.errors import ConfigError
 from distill.files import check_writable
-from distill.rundir import EXPORT_DIR, SET_LAYER, RunDir
+from distill.rundir import EXPORT_DIR, SET_LAYER, RunDir, words_per_line
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -44,6 +46,18 @@ def sentence_recipe(manifest: dict[str, Any], name: str, weighting: Weighting | 
     return SentenceRecipe(chosen, unit=chosen is not Weighting.NONE)
 
 
+def prepared_set(
+    run: RunDir, name: str, weighting: Weighting | str = "auto"
+) -> tuple[Any, np.ndarray | None, SentenceRecipe, np.ndarray]:
+    """A set as its exports hold it: the vectors, their counts, the sentence recipe and the vectors with the
+    recipe baked in (what ``distill evaluate`` scores a run folder's sentences with, too)."""
+    manifest = run.manifest()
+    kv = run.load(name)
+    counts = run.counts(kv.index_to_key)
+    recipe = sentence_recipe(manifest, name, weighting)
+    return kv, counts, recipe, apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
+
+
 def export_run(
     run_dir: str | Path,
     *,
@@ -67,11 +81,7 @@ def export_run(
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
     dtype, scale = DType(dtype), Scale(scale)
-    kv = run.load(name)
-    counts = run.counts(kv.index_to_key)
-    recipe = sentence_recipe(manifest, name, weighting)
-    words_per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
-    prepared = apply_recipe(kv.vectors, counts, recipe, words_per_sentence)
+    kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None
     info: dict[str, Any] = {

@@ -21,7 +21,7 @@ from distill.errors import ConfigError
 from distill.evaluation.sentences import word_splitter
 from distill.files import write_json
 from distill.progress import track
-from distill.rundir import RunDir
+from distill.rundir import RunDir, words_per_line
 from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
 from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
@@ -145,8 +145,7 @@ def tune_run(
     kv = run.load(name)
     counts = run.counts(kv.index_to_key)
     texts, targets = read_teacher(run.path)
-    words_per_sentence = manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
-    start = apply_recipe(kv.vectors, counts, recipe, words_per_sentence)
+    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     result = tune(start, list(kv.index_to_key), texts, targets, lowercase, options, progress)
     tuned_name = f"{name}.tuned"
