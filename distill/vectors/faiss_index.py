@@ -1,8 +1,14 @@
-"""FAISS indexes over L2-normalised vectors (search scores are cosines), and their word lists."""
+"""FAISS indexes over L2-normalised vectors (search scores are cosines), and their word lists.
+
+Where faiss's GPU build is installed (``pip install "distill[faiss-gpu]"``) and sees a GPU, exact (flat)
+indexes are built and searched on it; files are always written as CPU indexes, so any build reads them.
+``DISTILL_FAISS_GPU=0`` keeps everything on the CPU.
+"""
 
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,30 @@ class IndexKind(str, enum.Enum):
     IVFPQ = "ivfpq"  # inverted lists + product quantization: compressed
 
 
+_GPU_RESOURCES: list[Any] = []  # one set of faiss GPU resources per process, made on first use
+
+
+def on_gpu(index: Any) -> Any:
+    """A flat index moved to GPU 0 when faiss's GPU build sees a GPU (and ``DISTILL_FAISS_GPU`` is not 0);
+    otherwise the index itself. Graph and compressed indexes stay on the CPU."""
+    import faiss
+
+    if os.environ.get("DISTILL_FAISS_GPU", "1") == "0" or not isinstance(index, faiss.IndexFlat):
+        return index
+    if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() < 1:
+        return index
+    if not _GPU_RESOURCES:
+        _GPU_RESOURCES.append(faiss.StandardGpuResources())
+    return faiss.index_cpu_to_gpu(_GPU_RESOURCES[0], 0, index)
+
+
+def on_cpu(index: Any) -> Any:
+    """The CPU copy of an index built by :func:`on_gpu` (the index itself when it is on the CPU)."""
+    import faiss
+
+    return faiss.index_gpu_to_cpu(index) if type(index).__name__.startswith("Gpu") else index
+
+
 def build_faiss_index(vectors: np.ndarray, kind: IndexKind | str = IndexKind.FLAT, seed: int = 0) -> Any:
     """Inner-product index over L2-normalised vectors (search scores are cosines).
 
@@ -36,7 +66,7 @@ def build_faiss_index(vectors: np.ndarray, kind: IndexKind | str = IndexKind.FLA
     unit = l2_normalize(vectors)
     n, d = unit.shape
     if kind is IndexKind.FLAT:
-        index = faiss.IndexFlatIP(d)
+        index = on_gpu(faiss.IndexFlatIP(d))
     elif kind is IndexKind.HNSW:
         index = faiss.IndexHNSWFlat(d, 32, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = 80
@@ -71,7 +101,7 @@ def write_faiss(
     path = Path(path)
     index = build_faiss_index(vectors, kind)
     with atomic_path(path) as tmp:
-        faiss.write_index(index, str(tmp))
+        faiss.write_index(on_cpu(index), str(tmp))
     with atomic_path(words_path(path)) as tmp:
         tmp.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
     return path, words_path(path)
@@ -82,4 +112,4 @@ def read_faiss(path: str | Path) -> tuple[Any, list[str]]:
     import faiss
 
     words = words_path(path).read_text(encoding="utf-8").splitlines()
-    return faiss.read_index(str(path)), words
+    return on_gpu(faiss.read_index(str(path))), words
