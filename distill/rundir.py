@@ -67,6 +67,10 @@ def set_name(layer: int, pooling: str) -> str:
     return f"layer{int(layer)}.{pooling}"
 
 
+#: Every layer's piece vectors, as a glob.
+PIECES_GLOB = "layer*.pieces.npz"
+
+
 def pieces_name(layer: int) -> str:
     """The piece vectors of one layer (``--pieces``)."""
     return f"layer{int(layer)}.pieces.npz"

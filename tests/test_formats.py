@@ -205,3 +205,34 @@ def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir,
     with pytest.raises(ConfigError, match="has no set layer2.pc; its sets: layer1.pc, layer2.mean.unit"):
         export_run(run.out, vector_set="layer2.pc", formats=[Format.NPY], out=tmp_path / "x")
     assert distill.load(run.out).index_to_key == run[best].index_to_key  # load's default is the recommended set too
+
+
+def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_set(tiny_bert_dir, tmp_path):
+    from scipy.stats import spearmanr
+
+    from distill.evaluation.datasets import SimilarityDataset
+    from distill.evaluation.metrics import Oov
+    from distill.evaluation.report import EvalOptions, score_vectors
+    from distill.serve.pieces import PieceVectors, SetFallback
+
+    from distill.derive.recipe import Recipe, derive
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"),
+                      layers="1,2", pooling="mean", pieces=True, min_count=3, progress=False)  # fmt: skip
+    best, kv = derive(run.out, Recipe(layers="1-2", pooling="mean"))
+    layers = [1, 2]
+    fallback = SetFallback.open(run.out, best)
+    per_layer = PieceVectors.open_layers(run.out, layers)
+    unit = [v / np.linalg.norm(v) for v in (p.vector("kingqqq") for p in per_layer)]
+    np.testing.assert_allclose(fallback.vector("kingqqq"), np.mean(unit, axis=0), rtol=1e-6)
+
+    a, b, c = kv.index_to_key[:3]
+    data = SimilarityDataset("toy", ((a, b), (a, "kingqqq"), (b, "kingqqq"), (c, a)), (1.0, 3.0, 2.0, 4.0))
+    options = EvalOptions(oov=(Oov.STANDARD, Oov.PAPER, Oov.PIECES))
+    standard, _, pieces = score_vectors(kv, options, {"toy": data}, fallback)
+    assert (standard.n_covered, pieces.n_covered, pieces.oov) == (2, 4, "pieces")
+    vec = {w: kv[w] / np.linalg.norm(kv[w]) for w in (a, b, c)}
+    vec["kingqqq"] = fallback.vector("kingqqq") / np.linalg.norm(fallback.vector("kingqqq"))
+    cosines = [float(vec[x] @ vec[y]) for x, y in data.pairs]
+    assert pieces.score == pytest.approx(spearmanr(cosines, data.scores).statistic, abs=1e-9)
+    assert np.isnan(score_vectors(kv, options, {"toy": data})[2].score)  # no fallback: not scored

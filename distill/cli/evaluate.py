@@ -60,7 +60,8 @@ OovOpt = Annotated[
     str,
     typer.Option(
         help="OOV policies: standard (skip items with a missing word, show coverage), paper "
-        "(a missing word gets the mean vector, as Ethayarajh 2019), or both."
+        "(a missing word gets the mean vector, as Ethayarajh 2019), pieces (a missing word gets the mean of its "
+        "pieces' vectors from a run made with --pieces; analogies not scored), or several: standard,pieces."
     ),
 ]
 MethodOpt = Annotated[str, typer.Option(help="Analogy scoring: 3cosadd, 3cosmul, or both.")]

@@ -1,8 +1,10 @@
 """Scores of static vectors on benchmarks, with coverage beside every score.
 
-Two out-of-vocabulary policies (``Oov``): ``standard`` scores only the items whose words all have
+Three out-of-vocabulary policies (``Oov``): ``standard`` scores only the items whose words all have
 vectors (as gensim's evaluators do) and reports that coverage; ``paper`` gives a missing word the mean
-vector of the vocabulary and scores every item, as the `web` package and Ethayarajh (2019) do.
+vector of the vocabulary and scores every item, as the `web` package and Ethayarajh (2019) do; ``pieces``
+gives a missing word the run's own fallback (its pieces' vectors, ``--pieces``) and the mean vector only
+when none of its pieces was seen (see :mod:`distill.evaluation.report`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from distill.vectors.keyed import l2_normalize
 class Oov(str, Enum):
     STANDARD = "standard"  # skip items with a missing word; coverage reported
     PAPER = "paper"  # a missing word gets the mean vector; every item scored
+    PIECES = "pieces"  # a missing word gets the run's fallback (its pieces' vectors); every item scored
 
 
 class AnalogyMethod(str, Enum):

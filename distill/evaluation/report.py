@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from distill.errors import ConfigError, NothingCovered
 from distill.evaluation.datasets import (
@@ -31,7 +34,8 @@ from distill.evaluation.metrics import (
 from distill.evaluation.vectors import Vectors
 from distill.files import write_json
 from distill.progress import track
-from distill.vectors.keyed import to_keyed_vectors
+from distill.rundir import MANIFEST, PIECES_GLOB
+from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -94,27 +98,81 @@ def restrict(kv: Any, words: Iterable[str]) -> Any:
     return to_keyed_vectors([kv.index_to_key[i] for i in rows], kv.vectors[rows])
 
 
-def score_vectors(kv: Any, options: EvalOptions, datasets: dict[str, Any] | None = None) -> list[Score]:
-    """Every benchmark of ``options`` under every OOV policy (and analogy method)."""
+def with_fallback(kv: Any, words: Iterable[str], fallback: Any, lowercase: bool) -> Any:
+    """``kv`` plus a vector for each of ``words`` it lacks that ``fallback.vector(word)`` gives (the run's
+    pieces), appended after its own words."""
+    fold = str.lower if lowercase else str
+    known = set(kv.index_to_key)
+    missing = sorted({fold(w) for w in words} - known)
+    extra = [(w, v) for w in missing if (v := fallback.vector(w)) is not None]
+    if not extra:
+        return kv
+    vectors = np.vstack([kv.vectors, l2_normalize(np.array([v for _, v in extra], dtype=np.float32))
+                         * np.linalg.norm(kv.vectors, axis=1).mean()])  # fmt: skip
+    return to_keyed_vectors([*kv.index_to_key, *(w for w, _ in extra)], vectors)
+
+
+def dataset_words(data: Any) -> set[str]:
+    """Every word a similarity, relational or categorization benchmark scores."""
+    if isinstance(data, SimilarityDataset):
+        return {w for pair in data.pairs for w in pair}
+    if isinstance(data, RelationalDataset):
+        groups = [*data.prototypes.values(), *data.pairs.values()]
+        return {w for group in groups for pair in group for w in pair}
+    if isinstance(data, CategorizationDataset):
+        return set(data.words)
+    return set()
+
+
+def _score_one(kv: Any, data: Any, oov: Oov, options: EvalOptions, lowercase: bool) -> list[Score]:
+    if isinstance(data, SimilarityDataset):
+        return [evaluate_similarity(kv, data, oov, lowercase)]
+    if isinstance(data, AnalogyDataset):
+        return [s for m in options.analogy_methods
+                for s in evaluate_analogy(kv, data, m, oov, lowercase, options.analogy_top_n)]  # fmt: skip
+    if isinstance(data, CategorizationDataset):
+        return [evaluate_categorization(kv, data, oov, lowercase, options.seed)]
+    return [evaluate_relational(kv, data, oov, lowercase)]
+
+
+def score_vectors(
+    kv: Any, options: EvalOptions, datasets: dict[str, Any] | None = None, fallback: Any = None
+) -> list[Score]:
+    """Every benchmark of ``options`` under every OOV policy (and analogy method).
+
+    ``pieces`` scores the words ``kv`` lacks with ``fallback`` (a run's ``SetFallback``) and the rest as
+    ``paper``; coverage is then of words with a vector of either kind. Analogies are not scored under
+    ``pieces`` (their answers are searched in a vocabulary, which benchmark words must not extend), nor is
+    anything without a fallback."""
     datasets = datasets if datasets is not None else {n: load_benchmark(n) for n in options.benchmarks}
     lowercase = is_lowercase_vocabulary(kv) if options.lowercase is None else options.lowercase
     scores: list[Score] = []
     for name, data in datasets.items():
         for oov in options.oov:
+            target, policy = kv, oov
+            if oov is Oov.PIECES:
+                if fallback is None or isinstance(data, AnalogyDataset):
+                    scores.append(Score(name, "none", math.nan, 0, 0, oov.value))
+                    continue
+                target, policy = with_fallback(kv, dataset_words(data), fallback, lowercase), Oov.PAPER
             try:
-                if isinstance(data, SimilarityDataset):
-                    scores.append(evaluate_similarity(kv, data, oov, lowercase))
-                elif isinstance(data, AnalogyDataset):
-                    for method in options.analogy_methods:
-                        scores += evaluate_analogy(kv, data, method, oov, lowercase, options.analogy_top_n)
-                elif isinstance(data, CategorizationDataset):
-                    scores.append(evaluate_categorization(kv, data, oov, lowercase, options.seed))
-                elif isinstance(data, RelationalDataset):
-                    scores.append(evaluate_relational(kv, data, oov, lowercase))
+                found = _score_one(target, data, policy, options, lowercase)
             except NothingCovered as err:  # a score of nothing, with coverage 0; any other error surfaces
                 logger.warning("%s", err)
-                scores.append(Score(name, "none", math.nan, 0, 0, oov.value))
+                found = [Score(name, "none", math.nan, 0, 0, oov.value)]
+            scores += [dataclasses.replace(s, oov=oov.value) for s in found]
     return scores
+
+
+def run_fallback(path: str | Path) -> Any:
+    """The ``pieces`` fallback of a vector file in a run folder made with ``--pieces``, else None."""
+    path = Path(path)
+    if not (path.parent / MANIFEST).is_file() or not any(path.parent.glob(PIECES_GLOB)):
+        return None
+    from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
+
+    name = path.name.removesuffix(".gz").rsplit(".", 1)[0]
+    return SetFallback.open(path.parent, name)
 
 
 def evaluate_rows(
@@ -132,7 +190,8 @@ def evaluate_rows(
     for vec, is_baseline in track(todo, "evaluating", "set", len(todo), not progress):
         kv = restrict(vec.kv, vocab) if vocab is not None else vec.kv
         meta = dict(vec.meta, evaluated_vocab_size=len(kv.index_to_key))
-        rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets)))
+        fallback = run_fallback(vec.path) if Oov.PIECES in options.oov else None
+        rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets, fallback)))
     return rows
 
 
@@ -176,7 +235,7 @@ def markdown(
             lines.append("| vectors | " + " | ".join(f"{t} /{totals[(b, s)]}" for b, s, t in cols) + " |")
             lines.append("|---|" + "---:|" * len(cols))
             for row in rows:
-                cells = [_cell(row.get(b, s, oov.value, method.value), oov is Oov.STANDARD) for b, s, _ in cols]
+                cells = [_cell(row.get(b, s, oov.value, method.value), True) for b, s, _ in cols]
                 label = f"{row.label} (baseline)" if row.baseline else row.label
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
             lines.append("")

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from distill.derive.postprocess import combine
 from distill.errors import ConfigError
 from distill.files import atomic_path
-from distill.rundir import RunDir, pieces_name
+from distill.rundir import SET_LAYER, RunDir, pieces_name
 
 
 @dataclass
@@ -43,16 +44,21 @@ class PieceSums:
         fresh: torch.Tensor | None = None,
         sentences: Sequence[tuple[int, str, int]] | None = None,
     ) -> None:
-        """Add each text token's hidden states to its id's sums, once per token of the sentence (``fresh``)."""
-        mask = (fresh if fresh is not None else content).flatten()
-        token_ids = ids.flatten()[mask]
+        """Add each text token's hidden states to its id's sums, once per token of the sentence (``fresh``).
+        The sums live on the hidden states' device: a GPU run never waits to copy them to the host."""
+        device = hidden[0].device
+        if self.counts.device != device:
+            self.counts = self.counts.to(device)
+            self.sums = {layer: sums.to(device) for layer, sums in self.sums.items()}
+        mask = (fresh if fresh is not None else content).flatten().to(device)
+        token_ids = ids.flatten().to(device)[mask]
         self.counts.index_add_(0, token_ids, torch.ones_like(token_ids))
         for layer in self.layers:
-            states = hidden[layer].flatten(0, 1)[mask.to(hidden[layer].device)].double().cpu()
-            self.sums[layer].index_add_(0, token_ids, states)
+            self.sums[layer].index_add_(0, token_ids, hidden[layer].flatten(0, 1)[mask].double())
 
     def state(self) -> dict[str, np.ndarray]:
-        return {"counts": self.counts.numpy(), **{f"sums{layer}": self.sums[layer].numpy() for layer in self.layers}}
+        return {"counts": self.counts.cpu().numpy(),
+                **{f"sums{layer}": self.sums[layer].cpu().numpy() for layer in self.layers}}  # fmt: skip
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         self.counts = torch.from_numpy(np.array(state["counts"]))
@@ -61,14 +67,14 @@ class PieceSums:
     def vectors(self, layer: int) -> np.ndarray:
         """(n_pieces, d) float32 means; zero for pieces never seen."""
         counts = self.counts.clamp(min=1).double()[:, None]
-        return (self.sums[layer] / counts).float().numpy()
+        return (self.sums[layer] / counts).float().cpu().numpy()
 
     def write(self, out: Path) -> list[Path]:
         files = []
         for layer in self.layers:
             path = out / pieces_name(layer)
             with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-                np.savez(handle, vectors=self.vectors(layer), counts=self.counts.numpy())
+                np.savez(handle, vectors=self.vectors(layer), counts=self.counts.cpu().numpy())
             files.append(path)
         return files
 
@@ -85,10 +91,15 @@ class PieceVectors:
     @classmethod
     def open(cls, run_dir: str | Path, layer: int) -> PieceVectors | None:
         """The run's piece vectors for ``layer`` and the model's tokenizer; None if the run made none."""
+        found = cls.open_layers(run_dir, [layer])
+        return found[0] if found else None
 
+    @classmethod
+    def open_layers(cls, run_dir: str | Path, layers: Sequence[int]) -> list[PieceVectors] | None:
+        """The run's piece vectors of each of ``layers`` (one tokenizer for all); None if one is missing."""
         run = RunDir(run_dir)
-        path = run.path / pieces_name(layer)
-        if not path.is_file():
+        paths = [run.path / pieces_name(layer) for layer in layers]
+        if not all(path.is_file() for path in paths):
             return None
         from transformers import AutoTokenizer
 
@@ -102,8 +113,12 @@ class PieceVectors:
             raise ConfigError(
                 f"cannot load the tokenizer of {manifest['model']['source']} for OOV words: {err}"
             ) from err
-        data = np.load(path)
-        return cls(tokenizer, data["vectors"], data["counts"], bool(manifest["vocabulary"]["lowercase"]))
+        lowercase = bool(manifest["vocabulary"]["lowercase"])
+        found = []
+        for path in paths:
+            data = np.load(path)
+            found.append(cls(tokenizer, data["vectors"], data["counts"], lowercase))
+        return found
 
     def pieces(self, word: str) -> list[int]:
         """Token ids of ``word`` as it appears after a space in running text (offsets, not string surgery)."""
@@ -111,7 +126,46 @@ class PieceVectors:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return [i for i, (start, end) in zip(enc["input_ids"], enc["offset_mapping"]) if end > 2 and start >= 1]
 
+    def vector(self, word: str, ids: list[int] | None = None) -> np.ndarray | None:
+        """Mean of the seen pieces' vectors (``ids``: the word's pieces, when known); None when no piece of the
+        word was ever seen."""
+        seen = [i for i in (self.pieces(word) if ids is None else ids) if self.counts[i] > 0]
+        return self.vectors[seen].mean(axis=0) if seen else None
+
+
+@dataclass
+class SetFallback:
+    """A vector for any word a set lacks, in the set's space: the mean of the word's pieces' vectors in each
+    layer the set comes from, combined as the set combines its layers (unit vectors averaged)."""
+
+    layers: list[PieceVectors]
+    combine: str | None = None  # None: a layer set; else how a derived set combines its layers
+
+    @classmethod
+    def open(cls, run_dir: str | Path, set_name: str) -> SetFallback | None:
+        """The fallback of ``set_name`` in a run made with ``--pieces``; None when the run has no piece vectors
+        for its layers, or the set is post-processed in a way single vectors cannot follow (top directions
+        removed, whitened)."""
+        manifest = RunDir(run_dir).manifest()
+        recipe = (manifest.get("derived") or {}).get(set_name)
+        if recipe is None:
+            match = SET_LAYER.match(set_name)
+            if match is None:
+                return None
+            layers, combine = [int(match.group(1))], None
+        elif recipe.get("remove_top") is not None or recipe.get("whiten"):
+            return None
+        else:
+            layers, combine = list(recipe["layers"]), str(recipe.get("combine", "mean"))
+        found = PieceVectors.open_layers(run_dir, layers)
+        return cls(found, combine) if found else None
+
     def vector(self, word: str) -> np.ndarray | None:
-        """Mean of the seen pieces' vectors; None when no piece of the word was ever seen."""
-        ids = [i for i in self.pieces(word) if self.counts[i] > 0]
-        return self.vectors[ids].mean(axis=0) if ids else None
+        """The word's fallback vector; None when none of its pieces was ever seen."""
+        ids = self.layers[0].pieces(word)
+        parts = [layer.vector(word, ids) for layer in self.layers]
+        if any(p is None for p in parts):
+            return None
+        if self.combine is None:
+            return parts[0]
+        return combine([p[None, :] for p in parts], self.combine)[0]

@@ -11,7 +11,7 @@ import numpy as np
 
 from distill.config import parse_choices
 from distill.errors import ConfigError
-from distill.rundir import SET_LAYER, RunDir, load_file, pieces_name
+from distill.rundir import PIECES_GLOB, RunDir, load_file
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -47,7 +47,6 @@ class Searcher:
             run = RunDir(path)
             name = run.resolve_set(vector_set, layer, pooling)
             kv, base = run.load(name), path / name
-            layer = int(match.group(1)) if (match := SET_LAYER.match(name)) else None
         else:
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
@@ -61,10 +60,10 @@ class Searcher:
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind)
         pieces = None
-        if path.is_dir() and layer is not None and (path / pieces_name(layer)).is_file():
-            from distill.serve.pieces import PieceVectors  # torch and transformers: only for runs with piece vectors
+        if path.is_dir() and any(path.glob(PIECES_GLOB)):
+            from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
 
-            pieces = PieceVectors.open(path, int(layer))
+            pieces = SetFallback.open(path, name)
         return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
