@@ -44,6 +44,11 @@ class HuggingFaceEncoder:
     backends: dict[int, Any] = field(default_factory=dict, repr=False)  # truncating tokenizer per stride
 
     @property
+    def attention(self) -> str | None:
+        """The attention kernel transformers runs (sdpa, eager, flash_attention_2, ...)."""
+        return getattr(self.model.config, "_attn_implementation", None)
+
+    @property
     def vocab_size(self) -> int:
         """Number of piece ids (for per-piece statistics)."""
         return len(self.tokenizer)
@@ -53,6 +58,12 @@ class HuggingFaceEncoder:
         if stride not in self.backends:
             self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
         return make_windows(self.backends[stride].encode_batch(texts, add_special_tokens=True))
+
+    def window_tokenizer(self, stride: int) -> WindowTokenizer:
+        """What tokenizing needs and nothing of the model: picklable, for a pool of worker processes."""
+        if stride not in self.backends:
+            self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
+        return WindowTokenizer(self.backends[stride], self.unk_id)
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""
@@ -72,6 +83,18 @@ class HuggingFaceEncoder:
             use_cache=False,
         )
         return output.hidden_states, width
+
+
+@dataclass
+class WindowTokenizer:
+    """A model's truncating fast tokenizer alone (``tokenize`` and ``unk_id`` of an ``Encoder``, for one
+    stride): what a worker process needs to tokenize and align chunks."""
+
+    backend: Any
+    unk_id: int | None
+
+    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
+        return make_windows(self.backend.encode_batch(texts, add_special_tokens=True))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:

@@ -7,7 +7,6 @@ each occurrence are averaged. Observers (:class:`Observer`) see every batch.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,8 +17,11 @@ import numpy as np
 import torch
 
 from distill.encoders import Encoder
-from distill.encoders.alignment import Window, choose_windows, piece_mask
+from distill.encoding.prepare import EncodeStats, PreparedWindow, prepare_chunk
+from distill.encoding.workers import prepared_chunks
 from distill.occurrences import SentenceJob
+
+__all__ = ["EncodeStats", "PreparedWindow", "prepare_chunk"]  # re-exported: where callers look for them
 
 
 class Observer(Protocol):
@@ -42,96 +44,80 @@ class Observer(Protocol):
     def load_state(self, state: dict[str, np.ndarray]) -> None: ...
 
 
-@dataclass
-class EncodeStats:
-    """Counts and timings of the encoding stage."""
-
-    sentences: int = 0
-    windows: int = 0
-    long_sentences: int = 0  # sentences split into several windows
-    tokens: int = 0  # tokens through the model, special tokens included, padding excluded
-    occurrences: int = 0  # occurrences written to the store
-    not_aligned: int = 0  # occurrences with no piece in any window (dropped)
-    unknown: int = 0  # occurrences that are only the tokenizer's unknown piece
-    forward_seconds: float = 0.0
-    seconds: float = 0.0
-
-    def add(self, other: EncodeStats) -> None:
-        """Add ``other``'s counts and forward time (not its wall time) to these."""
-        for f in dataclasses.fields(self):
-            if f.name != "seconds":
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-
-@dataclass
-class PreparedWindow:
-    """A window to run and the occurrences to gather from it."""
-
-    window: Window
-    rows: np.ndarray  # (k,) store rows
-    tok: np.ndarray  # (p,) token position of each (occurrence, piece) pair, each occurrence's pieces together
-    pieces: np.ndarray  # (k,) number of pieces of each occurrence
-    sentence: tuple[int, str] = (-1, "")  # the window's sentence: its id in the corpus walk and its text
-
-
 def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, n)):
         yield chunk
 
 
-def prepare_chunk(model: Encoder, jobs: list[SentenceJob], stride: int, stats: EncodeStats) -> list[PreparedWindow]:
-    """Tokenize a chunk of sentences into windows and align each occurrence to its pieces."""
-    windows = model.tokenize([job.text for job in jobs], stride)
-    stats.sentences += len(jobs)
-    stats.windows += len(windows)
-    stats.long_sentences += len(windows) - len({w.sentence for w in windows})
-    sentence = np.repeat(np.arange(len(jobs)), [len(job.rows) for job in jobs])
-    starts = np.concatenate([job.starts for job in jobs])
-    ends = np.concatenate([job.ends for job in jobs])
-    rows = np.concatenate([job.rows for job in jobs])
-    chosen = choose_windows(windows, sentence, starts, ends)
-    stats.not_aligned += int((chosen < 0).sum())
-    prepared = []
-    order = np.argsort(chosen, kind="stable")
-    bounds = np.searchsorted(chosen[order], np.arange(len(windows) + 1)).tolist()
-    for window, lo, hi in zip(windows, bounds[:-1], bounds[1:]):  # runs per window: kept lean
-        if lo == hi:
-            continue
-        idx = order[lo:hi]
-        mask = piece_mask(window, starts[idx], ends[idx])
-        n_pieces = mask.sum(axis=1)
-        if not n_pieces.all():  # occurrences with no piece: dropped and counted
-            ok = n_pieces > 0
-            stats.not_aligned += len(ok) - int(ok.sum())
-            idx, mask, n_pieces = idx[ok], mask[ok], n_pieces[ok]
-            if not len(idx):
-                continue
-        if model.unk_id is not None:
-            known = mask & (np.asarray(window.ids) != model.unk_id)[None, :]
-            stats.unknown += int((~known.any(axis=1)).sum())
-        _, tok = mask.nonzero()  # row-major: each occurrence's pieces together
-        job = jobs[window.sentence]
-        prepared.append(PreparedWindow(window, rows[idx], tok, n_pieces, (job.sentence_id, job.text)))
-    return prepared
+def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:
+    """Length-sorted windows cut into batches of at most ``budget`` padded tokens (a window longer than the
+    budget runs alone): a GPU needs tens of thousands of tokens per kernel launch, not 64 short sentences."""
+    batch: list[PreparedWindow] = []
+    for p in prepared:
+        width = len(p.window.ids)  # the longest so far: windows come sorted by length
+        if batch and (len(batch) + 1) * width > budget:
+            yield batch
+            batch = []
+        batch.append(p)
+    if batch:
+        yield batch
+
+
+class ForwardTimer:
+    """Time spent in forward passes: wall clock on a CPU; on a GPU, CUDA events, read without waiting for
+    the device until the end (:meth:`seconds`), so no batch waits to be timed."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.done = 0.0
+        self.pending: list[tuple[Any, Any]] = []
+        self.started = 0.0
+
+    def start(self) -> None:
+        if self.cuda:
+            self.pending.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+            self.pending[-1][0].record()
+        else:
+            self.started = time.perf_counter()
+
+    def stop(self) -> None:
+        if self.cuda:
+            self.pending[-1][1].record()
+        else:
+            self.done += time.perf_counter() - self.started
+
+    def seconds(self, wait: bool = True) -> float:
+        """Forward time so far: the passes the GPU has finished, or, with ``wait``, all of them."""
+        if wait and self.pending:
+            self.pending[-1][1].synchronize()
+        finished = [pair for pair in self.pending if pair[1].query()] if self.pending else []
+        self.done += sum(a.elapsed_time(b) for a, b in finished) / 1000
+        self.pending = self.pending[len(finished) :]  # events finish in the order they were recorded
+        return self.done
 
 
 def gather_occurrences(
     hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: list[PreparedWindow], width: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)).
+) -> tuple[np.ndarray, torch.Tensor]:
+    """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)) with the
+    vectors left on the model's device (a GPU's store takes them there; nothing waits for the device).
 
     One ``embedding_bag`` per layer (the pieces of an occurrence are one bag): one
     kernel instead of indexing, weighting and ``index_add_``."""
     device = hidden[0].device
-    tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)])).to(device)
+    pin = device.type == "cuda"
+    tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)]))
     sizes = np.concatenate([p.pieces for p in batch])
-    starts = torch.from_numpy(np.cumsum(sizes) - sizes).to(device)
+    starts = torch.from_numpy(np.cumsum(sizes) - sizes)
+    if pin:
+        tok, starts = tok.pin_memory(), starts.pin_memory()
+    tok, starts = tok.to(device, non_blocking=pin), starts.to(device, non_blocking=pin)
     pooled = torch.empty((len(layers), len(sizes), hidden[0].shape[-1]), device=device)
     for i, layer in enumerate(layers):
         table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
         pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
-    return np.concatenate([p.rows for p in batch]), pooled.cpu().numpy()
+    return np.concatenate([p.rows for p in batch]), pooled
 
 
 def observe_batch(
@@ -169,18 +155,19 @@ def iter_batches(
     stride: int = 32,
     chunk_size: int = 4096,
     skip_chunks: int = 0,
+    batch_tokens: int | None = None,
+    workers: int = 0,
 ) -> Iterator[list[PreparedWindow] | ChunkDone]:
-    """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk.
+    """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk, cut
+    into batches of ``batch_size`` windows or, with ``batch_tokens``, of at most that many padded tokens.
 
     Each chunk's batches are followed by a :class:`ChunkDone`. The first ``skip_chunks`` chunks (done
-    before a checkpoint) are walked but not tokenized.
+    before a checkpoint) are walked but not tokenized. ``workers`` > 0 tokenizes and aligns chunks in
+    that many processes (:mod:`distill.encoding.workers`).
     """
-    for index, chunk in enumerate(batched(jobs, chunk_size)):
-        counts = EncodeStats()
-        if index >= skip_chunks:
-            prepared = prepare_chunk(model, chunk, stride, counts)
-            prepared.sort(key=lambda p: len(p.window.ids))
-            yield from batched(prepared, batch_size)
+    chunks = (chunk if index >= skip_chunks else None for index, chunk in enumerate(batched(jobs, chunk_size)))
+    for index, (prepared, counts) in enumerate(prepared_chunks(model, chunks, stride, workers)):
+        yield from token_batches(prepared, batch_tokens) if batch_tokens else batched(prepared, batch_size)
         yield ChunkDone(index, counts)
 
 
@@ -190,14 +177,18 @@ def encode_batch(
     batch: list[PreparedWindow],
     stats: EncodeStats,
     observers: Sequence[Observer] = (),
-) -> tuple[np.ndarray, np.ndarray]:
-    """One forward pass: each occurrence's vectors in every layer (rows (k,), vectors (L, k, D)), shown to
-    the observers; tokens, occurrences and forward time are added to ``stats``."""
-    t0 = time.perf_counter()
+    timer: ForwardTimer | None = None,
+) -> tuple[np.ndarray, torch.Tensor]:
+    """One forward pass: each occurrence's vectors in every layer (rows (k,), vectors (L, k, D) on the
+    model's device), shown to the observers; tokens, occurrences and forward time are added to ``stats``
+    (with a ``timer``, forward time is left to the caller to read from it)."""
+    own = timer is None
+    timer = timer or ForwardTimer(model.device)
+    timer.start()
     hidden, width = model.forward([p.window for p in batch])
-    if model.device.type == "cuda":
-        torch.cuda.synchronize()
-    stats.forward_seconds += time.perf_counter() - t0
+    timer.stop()
+    if own:
+        stats.forward_seconds += timer.seconds()
     rows, vectors = gather_occurrences(hidden, layers, batch, width)
     if observers:
         observe_batch(observers, hidden, batch, width)
