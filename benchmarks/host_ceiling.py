@@ -1,12 +1,13 @@
 """The most the host can feed any accelerator: everything the pipeline does per batch on the host, with the
 forward pass replaced by nothing, next to the bare fast tokenizer (batched) on the same sentences.
 
-    python benchmarks/host_ceiling.py [--corpus FILE] [--model minilm] [--batch-tokens 16384]
+    python benchmarks/host_ceiling.py [--corpus FILE] [--model minilm] [--batch-tokens 32768] [--workers N]
 
 Host work measured: reading the corpus, counting words, building the vocabulary and the sample, walking the
 corpus for the sampled sentences, tokenizing them into windows, aligning each occurrence to its pieces,
-length-sorting and assembling padded ``(B, T)`` id and mask tensors per batch (pinned where CUDA is there).
-Prints tokens/s of each, per core, and their ratio.
+length-sorting and assembling padded ``(B, T)`` id and mask tensors of token-budget batches (pinned where
+CUDA is there), chunks tokenized and aligned by ``--workers`` processes (default: the cores; 0: in this
+process), as a GPU run does. Prints tokens/s of each, per core, and their ratio.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 
 import torch
 
-from distill.config import RunConfig
+from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoding.batches import ChunkDone, iter_batches
@@ -38,7 +39,7 @@ def assemble(batch: list, pin: bool) -> int:
     return sum(len(p.window.ids) for p in batch)
 
 
-def host_pass(corpus: str, model: object, config: RunConfig) -> tuple[int, float]:
+def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tuple[int, float]:
     """Tokens the host prepares and the seconds it takes, from the corpus file to assembled batches."""
     t0 = time.perf_counter()
     lowercase = model.uncased  # type: ignore[attr-defined]
@@ -46,7 +47,9 @@ def host_pass(corpus: str, model: object, config: RunConfig) -> tuple[int, float
     sample = plan_sample(vocab.counts, config.max_occurrences, config.seed)
     jobs = iter_jobs(iter_lines([corpus]), vocab, sample)
     tokens, pin = 0, torch.cuda.is_available()
-    for batch in iter_batches(model, jobs, batch_size=config.batch_size, stride=config.stride):  # type: ignore[arg-type]
+    batches = iter_batches(model, jobs, stride=config.stride, batch_tokens=config.batch_tokens,  # type: ignore[arg-type]
+                           workers=workers)  # fmt: skip
+    for batch in batches:
         if not isinstance(batch, ChunkDone):
             tokens += assemble(batch, pin)
     return tokens, time.perf_counter() - t0
@@ -67,14 +70,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(default_corpus()))
     parser.add_argument("--model", default="minilm")
+    parser.add_argument("--batch-tokens", type=int, default=GPU_BATCH_TOKENS)
+    parser.add_argument("--workers", type=int, default=None, help="tokenizing processes (default: the cores)")
     args = parser.parse_args()
-    config = RunConfig(model=args.model, progress=False)
+    config = RunConfig(model=args.model, progress=False, batch_tokens=args.batch_tokens)
     model = load_encoder(config.model, resolve_model(config.model), (1,), device="cpu")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     bare_tokens, bare_seconds = bare_tokenizer(args.corpus, model)
-    host_tokens, host_seconds = host_pass(args.corpus, model, config)
+    workers = cores if args.workers is None else args.workers
+    host_tokens, host_seconds = host_pass(args.corpus, model, config, workers)
     bare_rate, host_rate = bare_tokens / bare_seconds, host_tokens / host_seconds
-    print(f"cores: {cores}; corpus: {args.corpus}; model: {config.model}")
+    print(f"cores: {cores}; corpus: {args.corpus}; model: {config.model}; batches of {args.batch_tokens} "
+          f"padded tokens; {workers} tokenizing workers")  # fmt: skip
     print(f"bare fast tokenizer (batched, every line): {bare_tokens:,} tokens in {bare_seconds:.2f} s = "
           f"{bare_rate:,.0f} tokens/s ({bare_rate / cores:,.0f} per core)")  # fmt: skip
     print(f"host pipeline, no forward pass (sampled sentences): {host_tokens:,} tokens in {host_seconds:.2f} s = "

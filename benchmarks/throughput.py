@@ -1,10 +1,13 @@
 """Pipeline throughput against the bare forward pass of the same model on the same batches.
 
-    .venv/bin/python benchmarks/throughput.py [--model minilm] [--layers all] [--lines N]
+    .venv/bin/python benchmarks/throughput.py [--model minilm] [--layers all] [--lines N] [--device cuda]
+                                             [--batch-tokens N]
 
-In one process: (1) build the pipeline's own length-sorted batches of windows and time the bare
-forward pass over them (model cut to the same layers); (2) run the whole pipeline (read, count,
-sample, tokenize, align, forward, gather, store, reduce, write); (3) the bare pass again. Prints
+In one process: (1) build the pipeline's own length-sorted batches of windows (batches of --batch-size
+sentences on a CPU; on a GPU, token-budget batches of 32,768 padded tokens unless --batch-tokens says
+otherwise) and time the bare forward pass over them (model cut to the same layers, the same dtype and
+attention kernel, timed with one wait for the device at the end: the tuned forward); (2) run the whole
+pipeline (read, count, sample, tokenize, align, forward, gather, store, reduce, write); (3) the bare pass again. Prints
 tokens/s of each, their ratio (pipeline over the mean of the two bare passes), the same ratio for the
 encoding stage alone, the reduction time and the peak RSS. Machines are noisy: only the ratio
 measured side by side means much.
@@ -23,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import RunConfig, parse_layers
+from distill.config import RunConfig, parse_layers, token_budget
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder, load_encoder_config
 from distill.encoding.batches import ChunkDone, iter_batches
@@ -33,26 +36,34 @@ from distill.pipeline import run_pipeline
 
 
 def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[int, float]:
-    """Tokens and seconds of the forward passes alone, on the batches the pipeline builds."""
+    """Tokens and seconds of the forward passes alone, on the batches the pipeline builds; prints their shape."""
     lowercase = model.uncased
     vocab = build_vocabulary(
         count_words(iter_lines(corpus), lowercase), lowercase=lowercase, min_count=config.min_count
     )
     plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
     jobs = iter_jobs(iter_lines(corpus), vocab, plan)
+    budget = token_budget(config.batch_tokens, model.device)
     batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, batch_size=config.batch_size,
-                                                                    stride=config.stride)
+                                                                    stride=config.stride, chunk_size=config.chunk_size,
+                                                                    batch_tokens=budget)
                if not isinstance(batch, ChunkDone)]  # fmt: skip
-    tokens, seconds = 0, 0.0
+    tokens = sum(len(w.ids) for batch in batches for w in batch)
+    padded = sum(len(batch) * max(len(w.ids) for w in batch) for batch in batches)
+    shape = f"{budget}-token budget" if budget else f"{config.batch_size} sentences"
+    print(f"bare forward: {len(batches):,} batches, {tokens / len(batches):,.0f} tokens each "
+          f"({padded / len(batches):,.0f} padded; {shape}), attention {getattr(model, 'attention', None)}, "
+          f"{str(model.dtype).removeprefix('torch.')}")  # fmt: skip
+    sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
     with torch.inference_mode():
         for batch in batches[-3:]:  # warm-up: first calls of the kernels are slow
             model.forward(batch)
+        sync()
+        t0 = time.perf_counter()
         for batch in batches:
-            t0 = time.perf_counter()
-            hidden, _ = model.forward(batch)
-            hidden[-1].sum().item()  # wait for the device
-            seconds += time.perf_counter() - t0
-            tokens += sum(len(w.ids) for w in batch)
+            model.forward(batch)
+        sync()  # one wait for the device, at the end
+        seconds = time.perf_counter() - t0
     return tokens, seconds
 
 
@@ -63,6 +74,8 @@ def main() -> None:
     parser.add_argument("--corpus", default=str(default_corpus()))
     parser.add_argument("--lines", type=int, default=0, help="use only the first N lines (0: all)")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (0: --batch-size)")
+    parser.add_argument("--chunk-size", type=int, default=4096, help="sentences length-sorted together")
     args = parser.parse_args()
 
     corpus = args.corpus
@@ -73,7 +86,8 @@ def main() -> None:
             sliced.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
         corpus = str(sliced)
     config = RunConfig(model=args.model, corpus=(corpus,), out=str(tmp / "out"), layers=args.layers,
-                       device=args.device, progress=False)  # fmt: skip
+                       device=args.device, progress=False, batch_tokens=args.batch_tokens,
+                       chunk_size=args.chunk_size)  # fmt: skip
     source = resolve_model(args.model)
     model_config = load_encoder_config(args.model, source)
     layers = parse_layers(args.layers, int(model_config.num_hidden_layers))
@@ -105,6 +119,8 @@ def main() -> None:
     )
     print(f"stages (s)        {timings}")
     print(f"peak RSS          {peak_gb:10.2f} GB")
+    if model.device.type == "cuda":
+        print(f"peak GPU memory   {torch.cuda.max_memory_allocated() / 2**30:10.2f} GiB")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ class StoreKind(str, enum.Enum):
     AUTO = "auto"
     MEMORY = "memory"
     DISK = "disk"
+    DEVICE = "device"
 
 
 class StoreDType(str, enum.Enum):
@@ -203,7 +204,13 @@ class RunConfig:
         SAMPLING,
     )
     shuffle_buffer: int = option(100_000, "greedy: lines held by the streaming shuffle.", SAMPLING)
-    batch_size: int = option(64, "Sentences per forward pass (length-sorted).", MODEL)
+    batch_size: int = option(64, "Sentences per forward pass (length-sorted), without --batch-tokens.", MODEL)
+    batch_tokens: int | None = option(
+        None,
+        "Padded tokens per forward pass: length-bucketed batches of up to this many tokens instead of "
+        "--batch-size sentences (0: off). Default: 32768 on a GPU, off on a CPU.",
+        MODEL,
+    )
     max_length: int | None = option(
         None, "Tokens per window; longer sentences are split into windows. Default: the model's maximum, at most 512.",
         MODEL,
@@ -260,8 +267,9 @@ class RunConfig:
     store: StoreKind = option(
         StoreKind.AUTO,
         "Where occurrence vectors wait for the reduction: memory (saved to OUT/.distill-work at each "
-        "checkpoint), disk (files in OUT/.distill-work, read through the page cache), or auto (memory when "
-        "the store takes at most a third of the available memory).",
+        "checkpoint), disk (files in OUT/.distill-work, read through the page cache), device (a tensor in "
+        "the GPU's memory, or pinned host memory when it does not fit; reduced there), or auto (device on a "
+        "GPU, else memory when the store takes at most a third of the available memory, else disk).",
         SCALE,
         Effect.NONE,
     )
@@ -283,6 +291,13 @@ class RunConfig:
     )
     engine: Engine = option(
         Engine.LOCAL, "local, or ray: encode on Ray Data actors (one per GPU, or per CPU worker).", SCALE, Effect.NONE
+    )
+    tokenize_workers: int | None = option(
+        None,
+        "Processes that tokenize and align chunks of sentences ahead of the model (0: a thread of this one). "
+        "Default: on a GPU the cores but two (at most 16), on a CPU none (its cores run the model).",
+        SCALE,
+        Effect.NONE,
     )
     workers: int | None = option(None, "Ray encoder actors. Default: the GPUs, else half the CPUs.", SCALE, Effect.NONE)
     progress: bool = option(True, "Show progress (bars on a terminal, a line every few seconds in a log).", OUTPUT,
@@ -318,6 +333,18 @@ class RunConfig:
         """The JSON options, leaving out those whose change has one of ``effects``."""
         dropped = {f.name for f in dataclasses.fields(self) if f.metadata.get("effect") in effects}
         return {k: v for k, v in self.to_json().items() if k not in dropped}
+
+
+#: Padded tokens per batch on a GPU when --batch-tokens is not given: enough work per kernel launch.
+GPU_BATCH_TOKENS = 32_768
+
+
+def token_budget(batch_tokens: int | None, device: Any) -> int | None:
+    """The padded tokens per batch for ``--batch-tokens`` on ``device`` (a torch.device): None for batches of
+    ``--batch-size`` sentences (the CPU default, where 64 short sentences are fastest)."""
+    if batch_tokens is not None:
+        return batch_tokens or None
+    return GPU_BATCH_TOKENS if device.type == "cuda" else None
 
 
 @functools.cache
@@ -361,6 +388,9 @@ def _check_types(config: RunConfig) -> None:
 def _check_numbers(config: RunConfig) -> None:
     for name in ("min_count", "max_occurrences", "batch_size", "chunk_size", "shuffle_buffer"):
         _positive(name, getattr(config, name))
+    for name in ("batch_tokens", "tokenize_workers"):
+        if getattr(config, name) is not None and getattr(config, name) < 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
     for name in ("max_vocab", "workers", "max_length"):
         _positive(name, getattr(config, name), allow_none=True)
     if config.seed < 0:

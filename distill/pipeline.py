@@ -26,14 +26,14 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Pooling, RunConfig, best_layers, parse_layers
+from distill.config import Pooling, RunConfig, best_layers, parse_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
 from distill.encoding.checkpoint import WorkDir, fingerprint
-from distill.encoding.driver import EncodePass, encode_pass
+from distill.encoding.driver import EncodePass, encode_pass, store_kind
 from distill.errors import ConfigError, require
 from distill.files import check_writable, write_json
 from distill.occurrences import SamplePlan, plan_sample
@@ -347,8 +347,9 @@ def analyze(
     """``--analyze``: contextuality measures from the occurrences in the store; writes their files."""
     t0 = time.perf_counter()
     store = encoded.store
-    analysis = analyze_layers(store.matrices, sample.offsets, reduced.filled, vocab.words, position=store.position,
-                              intra=intra, seed=plan.config.seed, device=encoder.device)  # fmt: skip
+    analysis = analyze_layers(store.host_matrices(), sample.offsets, reduced.filled, vocab.words,
+                              position=store.position, intra=intra, seed=plan.config.seed,
+                              device=encoder.device)  # fmt: skip
     elapsed = time.perf_counter() - t0
     analysis.update(
         model=plan.config.model,
@@ -374,6 +375,7 @@ def _model_record(plan: Plan, encoder: Encoder) -> dict[str, Any]:
         "device": str(encoder.device),
         "dtype": str(encoder.dtype).removeprefix("torch."),
         "layers_run": encoder.layers_run,
+        "attention": getattr(encoder, "attention", None),
     }
 
 
@@ -396,10 +398,11 @@ def build_manifest(plan: Plan, encoder: Encoder, vocab: Vocabulary, stats: Corpu
         "per_word_mean": float(reduced.filled[reduced.keep].mean()),
         "sampling": encoded.sampling,
         "store_dtype": store.dtype.name,
-        "store": "memory" if store.in_memory else "disk",
+        "store": store_kind(store),
     }
     encoding = {"sentences": encode.sentences, "windows": encode.windows, "long_sentences": encode.long_sentences,
-                "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9)}  # fmt: skip
+                "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
+                "batch_tokens": token_budget(config.batch_tokens, encoder.device)}  # fmt: skip
     options = config.to_json()
     options["corpus"] = list(plan.corpus)
     return Manifest(

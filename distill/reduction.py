@@ -84,7 +84,7 @@ def _exact_first_pc(x: torch.Tensor) -> torch.Tensor:
 
 
 def iter_word_blocks(
-    matrix: np.ndarray,
+    matrix: np.ndarray | torch.Tensor,
     offsets: np.ndarray,
     *,
     position: np.ndarray | None = None,
@@ -93,15 +93,14 @@ def iter_word_blocks(
 ) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
     """Words in groups of similar size: (word ids (G,), their rows as a zero-padded (G, m, d) tensor).
 
-    Word ``w`` owns logical rows ``offsets[w]:offsets[w+1]`` of ``matrix`` (n_rows, d); with ``position``,
-    logical row r lives at ``matrix[position[r]]`` (the store's append order). Groups pad at most 2x and
-    hold about ``max_elements`` numbers.
+    Word ``w`` owns logical rows ``offsets[w]:offsets[w+1]`` of ``matrix`` (n_rows, d), a numpy array or a
+    tensor on any device (a GPU store is gathered where it lives); with ``position``, logical row r lives at
+    ``matrix[position[r]]`` (the store's append order). Groups pad at most 2x and hold about
+    ``max_elements`` numbers.
     """
     n_words = len(offsets) - 1
     dim = matrix.shape[1]
-    with warnings.catch_warnings():  # a read-only memory map of the store: it is only ever read here
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        source = torch.from_numpy(np.asarray(matrix))
+    source = matrix if isinstance(matrix, torch.Tensor) else _as_tensor(matrix)
     sizes = np.diff(offsets)
     order = np.argsort(-sizes, kind="stable")
     negative_sorted = -sizes[order]  # ascending
@@ -114,17 +113,23 @@ def iter_word_blocks(
         steps = np.arange(width)
         valid = steps[None, :] < sizes[ids][:, None]  # (G, width)
         rows = np.where(valid, offsets[ids][:, None] + steps[None, :], 0).ravel()
+        index = torch.from_numpy(rows if position is None else position[rows]).to(source.device)
         # one gather; torch's index_select runs on every core, numpy's fancy indexing on one
-        block = torch.index_select(source, 0, torch.from_numpy(rows if position is None else position[rows]))
-        block = block.view(len(ids), width, dim).float()
+        block = torch.index_select(source, 0, index).view(len(ids), width, dim).to(device).float()
         if not valid.all():
-            block.masked_fill_(torch.from_numpy(~valid)[:, :, None], 0.0)
-        yield ids, block.to(device)
+            block.masked_fill_(torch.from_numpy(~valid).to(block.device)[:, :, None], 0.0)
+        yield ids, block
         i += group
 
 
+def _as_tensor(matrix: np.ndarray) -> torch.Tensor:
+    with warnings.catch_warnings():  # a read-only memory map of the store: it is only ever read here
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(np.asarray(matrix))
+
+
 def reduce_words(
-    matrix: np.ndarray,
+    matrix: np.ndarray | torch.Tensor,
     offsets: np.ndarray,
     filled: np.ndarray,
     pooling: Pooling,
@@ -142,12 +147,13 @@ def reduce_words(
     ``position``, logical row r lives at ``matrix[position[r]]`` (the store's append order). Words are
     processed in groups of similar size, padded with zero rows, of about ``max_elements`` numbers
     (default: 4M on a CPU, where a group that stays in the core's cache through the power iteration's
-    steps beats a large one; 32M on a GPU). Returns (n_words, d) float32; words with no
-    filled row get a zero vector (the caller drops them).
+    steps beats a large one; 32M on a GPU), on ``device``; the vectors stay there until the last group is
+    done. Returns (n_words, d) float32; words with no filled row get a zero vector (the caller drops them).
     """
+    device = torch.device(device)
     if max_elements is None:
-        max_elements = 2**22 if torch.device(device).type == "cpu" else 2**25
-    out = np.zeros((len(offsets) - 1, matrix.shape[1]), dtype=np.float32)
+        max_elements = 2**22 if device.type == "cpu" else 2**25
+    out = torch.zeros((len(offsets) - 1, matrix.shape[1]), dtype=torch.float32, device=device)
     bar = progress_bar(len(out), desc, "word", not progress)
     blocks = iter_word_blocks(matrix, offsets, position=position, device=device, max_elements=max_elements)
     for ids, x in blocks:
@@ -158,11 +164,12 @@ def reduce_words(
             vectors = x.sum(dim=1) / count[:, None]
         if normalize:
             vectors = torch.nn.functional.normalize(vectors, dim=1)
-        out[ids] = vectors.float().cpu().numpy()
+        out[torch.from_numpy(ids).to(device)] = vectors.float()
         bar.update(len(ids))
     bar.close()
-    out[filled == 0] = 0.0
-    return out
+    result = out.cpu().numpy()
+    result[filled == 0] = 0.0
+    return result
 
 
 def explained_variance_ratio(occurrences: np.ndarray) -> float:

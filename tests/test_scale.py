@@ -207,7 +207,8 @@ def uninterrupted(tiny_bert_dir, tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    ("sig", "store"), [(signal.SIGKILL, "memory"), (signal.SIGKILL, "disk"), (signal.SIGINT, "auto")]
+    ("sig", "store"),
+    [(signal.SIGKILL, "memory"), (signal.SIGKILL, "disk"), (signal.SIGKILL, "device"), (signal.SIGINT, "auto")],
 )
 def test_a_killed_run_goes_on_from_its_checkpoint_to_the_same_vectors(
     tiny_bert_dir, uninterrupted, tmp_path, sig, store

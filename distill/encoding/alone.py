@@ -51,5 +51,5 @@ def encode_alone(encoder: Encoder, words: Sequence[str], layers: tuple[int, ...]
             prepared = prepare_chunk(encoder, chunk, 0, stats)
             for batch in batched(prepared, batch_size):
                 rows, vectors = encode_batch(encoder, layers, batch, stats)
-                out[:, rows] = vectors
+                out[:, rows] = vectors.cpu().numpy()
     return out

@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import Engine, RunConfig, Sampling
+from distill.config import Engine, RunConfig, Sampling, StoreKind, token_budget
 from distill.corpus import Vocabulary
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats
 from distill.encoding.checkpoint import WorkDir
+from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
+from distill.encoding.workers import default_workers
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
 
 logger = logging.getLogger(__name__)
@@ -82,10 +84,19 @@ def _open_store(
     encoder: Encoder, plan: SamplePlan, layers: tuple[int, ...], config: RunConfig, work: WorkDir, reopen: bool
 ) -> OccurrenceStore:
     dtype = store_dtype(config.store_dtype.value, plan.n_rows, encoder.hidden_size, len(layers))
+    on_gpu = encoder.device.type == "cuda" and config.engine is Engine.LOCAL
+    if config.store is StoreKind.DEVICE or (config.store is StoreKind.AUTO and on_gpu):
+        return DeviceStore(work.path / "occurrences", layers, plan.n_rows, encoder.hidden_size, dtype,
+                           reopen=reopen, device=encoder.device)  # fmt: skip
     in_memory = store_in_memory(config.store.value, plan.n_rows, encoder.hidden_size, len(layers), dtype)
     return OccurrenceStore(
         work.path / "occurrences", layers, plan.n_rows, encoder.hidden_size, dtype, reopen=reopen, in_memory=in_memory
     )
+
+
+def store_kind(store: OccurrenceStore) -> str:
+    """What ``--store`` the store is: device, memory or disk."""
+    return "device" if isinstance(store, DeviceStore) else "memory" if store.in_memory else "disk"
 
 
 def _run_engine(
@@ -112,6 +123,10 @@ def _run_engine(
         layers,
         store,
         batch_size=config.batch_size,
+        batch_tokens=token_budget(config.batch_tokens, encoder.device),
+        workers=config.tokenize_workers
+        if config.tokenize_workers is not None
+        else default_workers(encoder.device.type),
         stride=config.stride,
         chunk_size=config.chunk_size,
         total=total,

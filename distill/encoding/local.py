@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from distill.encoders import Encoder
-from distill.encoding.batches import ChunkDone, EncodeStats, Observer, encode_batch, iter_batches
+from distill.encoding.batches import ChunkDone, EncodeStats, ForwardTimer, Observer, encode_batch, iter_batches
 from distill.encoding.store import OccurrenceStore
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
@@ -91,6 +91,8 @@ def encode_occurrences(
     store: OccurrenceStore,
     *,
     batch_size: int = 64,
+    batch_tokens: int | None = None,
+    workers: int = 0,
     stride: int = 32,
     chunk_size: int = 4096,
     total: int | None = None,
@@ -106,15 +108,16 @@ def encode_occurrences(
     ``observe(hidden, ids (B, T), content (B, T) bool, fresh (B, T) bool)``; ``fresh`` leaves out the
     tokens a window shares with the previous window of the same sentence. To go on from a
     checkpoint, pass its ``stats`` and the number of chunks it had done (``skip_chunks``);
-    ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store.
+    ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store. Nothing here waits for a
+    GPU per batch: vectors go to the store on the device, forward time is read from CUDA events.
     """
     stats = stats if stats is not None else EncodeStats()
     start = time.perf_counter() - stats.seconds
     tokens_before = stats.tokens
     bar = progress_bar(total, "encoding", "occ", not progress, initial=stats.occurrences)
-    batches = iter_batches(
-        model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size, skip_chunks=skip_chunks
-    )
+    batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
+                           skip_chunks=skip_chunks, batch_tokens=batch_tokens, workers=workers)  # fmt: skip
+    timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
     resumed = time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
         for batch in prefetch(batches, depth=2 * (chunk_size // batch_size)):  # up to two chunks ahead
@@ -124,14 +127,16 @@ def encode_occurrences(
                 stats.add(batch.counts)
                 if on_chunk is not None and batch.index >= skip_chunks:
                     stats.seconds = time.perf_counter() - start
+                    stats.forward_seconds = forward_before + timer.seconds(wait=False)
                     on_chunk(batch.index + 1, stats)
                 continue
-            rows, vectors = encode_batch(model, layers, batch, stats, observers)
+            rows, vectors = encode_batch(model, layers, batch, stats, observers, timer)
             store.write(rows, vectors)
             bar.update(len(rows))
             rate = (stats.tokens - tokens_before) / (time.perf_counter() - resumed)
             bar.set_postfix(tok_s=f"{rate:,.0f}", refresh=False)
     bar.close()
+    stats.forward_seconds = forward_before + timer.seconds()
     stats.seconds = time.perf_counter() - start
     if stats.not_aligned:
         logger.warning("%d occurrences could not be aligned to any model piece and were dropped", stats.not_aligned)

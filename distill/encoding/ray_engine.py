@@ -69,6 +69,7 @@ class ChunkEncoder:
         import torch
 
         from distill.analysis.measures import IntraSentence
+        from distill.config import token_budget
         from distill.encoding.batches import ChunkDone, encode_batch, iter_batches
 
         with open(path, "rb") as handle:
@@ -77,8 +78,9 @@ class ChunkEncoder:
         stats = EncodeStats()
         intra = IntraSentence(layers) if self.spec["analyze"] else None
         rows, vectors = [], []
+        budget = token_budget(self.spec["batch_tokens"], self.model.device)
         batches = iter_batches(self.model, jobs, batch_size=self.spec["batch_size"], stride=self.spec["stride"],
-                               chunk_size=len(jobs))  # fmt: skip
+                               chunk_size=len(jobs), batch_tokens=budget)  # fmt: skip
         with torch.inference_mode():
             for batch in batches:
                 if isinstance(batch, ChunkDone):
@@ -86,7 +88,7 @@ class ChunkEncoder:
                     continue
                 r, v = encode_batch(self.model, layers, batch, stats, [intra] if intra is not None else [])
                 rows.append(r)
-                vectors.append(v.astype(self.spec["store_dtype"]))
+                vectors.append(v.cpu().numpy().astype(self.spec["store_dtype"]))
         empty = np.zeros((len(layers), 0, self.model.hidden_size), dtype=self.spec["store_dtype"])
         result = {
             "rows": np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
@@ -170,6 +172,7 @@ def encode_with_ray(
             "revision": config.revision,
             "gguf_file": config.gguf_file,
             "batch_size": config.batch_size,
+            "batch_tokens": config.batch_tokens,
             "stride": config.stride,
             "store_dtype": store.dtype.name,
             "analyze": bool(observers),

@@ -32,6 +32,7 @@ import weakref
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from distill.errors import OutputError
 
@@ -132,27 +133,38 @@ class OccurrenceStore:
                 self._files[layer] = (fds[-1], matrix.offset)
         self._all: np.ndarray | None = None  # in memory: every layer in one array, written with one copy
         if self.in_memory:
-            self._all = zeros((len(layers), *shape), self.dtype)
-            self.matrices = {layer: self._all[i] for i, layer in enumerate(layers)}
+            self._allocate((len(layers), *shape))
         self.position = np.full(n_rows, n_rows, dtype=np.int64)
         self.filled = np.zeros(n_rows, dtype=bool)
         self.count = 0
 
-    def write(self, rows: np.ndarray, vectors: np.ndarray) -> None:
-        """``vectors``: (n_layers, k, dim), layers in ``self.layers`` order; ``rows``: (k,) logical rows."""
+    def _allocate(self, shape: tuple[int, int, int]) -> None:
+        """The in-memory matrices, (n_layers, n_rows + 1, dim)."""
+        self._all = zeros(shape, self.dtype)
+        self.matrices = {layer: self._all[i] for i, layer in enumerate(self.layers)}
+
+    def _claim(self, rows: np.ndarray) -> tuple[int, int]:
+        """Append slots ``[start, end)`` for logical ``rows``, recorded as filled."""
         if self.filled[rows].any():
             raise ValueError("an occurrence row was written twice")
-        end = self.count + len(rows)
+        start, end = self.count, self.count + len(rows)
+        self.position[rows] = np.arange(start, end)
+        self.filled[rows] = True
+        self.count = end
+        return start, end
+
+    def write(self, rows: np.ndarray, vectors: np.ndarray | torch.Tensor) -> None:
+        """``vectors``: (n_layers, k, dim), layers in ``self.layers`` order; ``rows``: (k,) logical rows."""
+        if isinstance(vectors, torch.Tensor):
+            vectors = vectors.cpu().numpy()
+        start, end = self._claim(rows)
         if self._all is not None:
-            self._all[:, self.count : end] = vectors  # one copy for all layers, not one per layer
+            self._all[:, start:end] = vectors  # one copy for all layers, not one per layer
         else:
             for i, layer in enumerate(self.layers):
                 fd, offset = self._files[layer]
                 data = memoryview(np.ascontiguousarray(vectors[i], dtype=self.dtype)).cast("B")
-                self._pwrite(fd, data, offset + self.count * self.dim * self.dtype.itemsize)
-        self.position[rows] = np.arange(self.count, end)
-        self.filled[rows] = True
-        self.count = end
+                self._pwrite(fd, data, offset + start * self.dim * self.dtype.itemsize)
 
     def _pwrite(self, fd: int, data: memoryview, at: int) -> None:
         try:
@@ -188,6 +200,10 @@ class OccurrenceStore:
                 f"{matrix.filename} is shorter than its header says ({err}); run again with --restart"
             ) from err
 
+    def host_matrices(self) -> dict[int, np.ndarray]:
+        """Every layer as a host array (in RAM, or a memory map of its file)."""
+        return self.matrices
+
     def filled_per_word(self, offsets: np.ndarray) -> np.ndarray:
         """(n_words,) number of filled rows of each word."""
         cumulative = np.concatenate([[0], np.cumsum(self.filled, dtype=np.int64)])
@@ -196,12 +212,16 @@ class OccurrenceStore:
     def flush(self) -> None:
         """Make the written rows durable (before a checkpoint records :meth:`state`)."""
         row_bytes = self.dim * self.dtype.itemsize
-        for layer, (fd, offset) in self._files.items():
+        for i, (fd, offset) in enumerate(self._files.values()):
             if self.in_memory and self.count > self._saved:  # append the rows written since the last flush
-                rows = self.matrices[layer][self._saved : self.count]
+                rows = self._host_rows(i, self._saved, self.count)
                 self._pwrite(fd, memoryview(rows).cast("B"), offset + self._saved * row_bytes)
             os.fsync(fd)
         self._saved = self.count
+
+    def _host_rows(self, i: int, start: int, end: int) -> np.ndarray:
+        """Rows ``[start, end)`` of the ``i``-th layer as a contiguous host array (for the files)."""
+        return np.ascontiguousarray(self.matrices[self.layers[i]][start:end])
 
     def close(self) -> None:
         """Close the files (the read-only maps stay usable); done anyway when the store is collected."""
@@ -219,12 +239,14 @@ class OccurrenceStore:
         self.count = self._saved = int(state["count"])
         if not self.in_memory:
             return
-        for layer, (fd, offset) in self._files.items():
-            view = memoryview(self.matrices[layer][: self.count]).cast("B")
-            at = offset
-            while view:
-                n = os.preadv(fd, [view[: 2**30]], at)
-                if not n:
-                    raise OutputError(f"the store file of layer {layer} is shorter than its checkpoint says; "
-                                      "run again with --restart")  # fmt: skip
-                view, at = view[n:], at + n
+        for i, layer in enumerate(self._files):
+            try:
+                saved = np.load(self.directory / f"layer{layer}.npy", mmap_mode="r")  # type: ignore[operator]
+            except (OSError, ValueError) as err:
+                raise OutputError(f"the store file of layer {layer} is shorter than its checkpoint says ({err}); "
+                                  "run again with --restart") from err  # fmt: skip
+            self._load_rows(i, saved[: self.count])
+
+    def _load_rows(self, i: int, rows: np.ndarray) -> None:
+        """Put the checkpoint's rows of the ``i``-th layer (read from its file) in memory."""
+        self._all[i, : len(rows)] = rows  # type: ignore[index]
