@@ -244,10 +244,11 @@ class RunConfig:
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
-    pieces: bool = option(
-        False,
-        "Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): words outside "
-        "the vocabulary then get the mean of their pieces' vectors.",
+    pieces: bool | None = option(
+        None,
+        "Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): any word outside "
+        "the vocabulary then gets the mean of its pieces' vectors, in the same space. Default: on, except for "
+        "ELMo (characters: every word has its own vector) and --engine ray.",
         OUTPUT,
         Effect.FILES,
     )

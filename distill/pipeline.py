@@ -26,7 +26,7 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Pooling, RunConfig, best_layers, parse_layers, token_budget
+from distill.config import Engine, Pooling, RunConfig, best_layers, parse_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
@@ -168,6 +168,8 @@ def plan_run(config: RunConfig) -> Plan:
         require("h5py", "elmo", "reading ELMo's weights")
         if config.pieces:
             raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
+    if config.pieces is None:  # the default: piece vectors wherever they can be made
+        config = dataclasses.replace(config, pieces=not is_elmo(source) and config.engine is not Engine.RAY)
     gguf_file = config.gguf_file or default_gguf(config.model)
     if gguf_file is not None:
         require("gguf", "gguf", "loading GGUF weights")

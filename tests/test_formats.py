@@ -210,12 +210,11 @@ def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir,
 def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_set(tiny_bert_dir, tmp_path):
     from scipy.stats import spearmanr
 
+    from distill.derive.recipe import Recipe, derive
     from distill.evaluation.datasets import SimilarityDataset
     from distill.evaluation.metrics import Oov
     from distill.evaluation.report import EvalOptions, score_vectors
     from distill.serve.pieces import PieceVectors, SetFallback
-
-    from distill.derive.recipe import Recipe, derive
 
     run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"),
                       layers="1,2", pooling="mean", pieces=True, min_count=3, progress=False)  # fmt: skip

@@ -11,7 +11,7 @@ import numpy as np
 from distill.config import parse_choices
 from distill.errors import ConfigError
 from distill.files import check_writable
-from distill.rundir import EXPORT_DIR, SET_LAYER, RunDir, words_per_line
+from distill.rundir import EXPORT_DIR, RunDir, words_per_line
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -104,11 +104,11 @@ def export_run(
         _check_replaceable(Path(out))  # type: ignore[arg-type]
     out_dir = check_writable(Path(out).parent if itself else out or run.path / EXPORT_DIR)  # type: ignore[arg-type]
     pieces = None
-    single = SET_LAYER.match(name)
-    if Format.SENTENCE_TRANSFORMERS in formats and dims is None and single:
-        from distill.serve.pieces import PieceVectors
+    if Format.SENTENCE_TRANSFORMERS in formats and dims is None:
+        from distill.serve.pieces import SetFallback
 
-        pieces = PieceVectors.open(run.path, int(single.group(1)))
+        fallback = SetFallback.open(run.path, name)
+        pieces = fallback.piece_vectors() if fallback is not None else None
     lowercase, source = bool(manifest["vocabulary"]["lowercase"]), str(manifest["model"]["source"])
     written = []
     for fmt in formats:

@@ -160,6 +160,15 @@ class SetFallback:
         found = PieceVectors.open_layers(run_dir, layers)
         return cls(found, combine) if found else None
 
+    def piece_vectors(self) -> PieceVectors:
+        """One vector per piece in the set's space (a layer's own, or the layers' combined): the token
+        table a sentence-transformers export gives pieces outside the vocabulary."""
+        first = self.layers[0]
+        if self.combine is None:
+            return first
+        table = combine([layer.vectors for layer in self.layers], self.combine)
+        return PieceVectors(first.tokenizer, table.astype(np.float32), first.counts, first.lowercase)
+
     def vector(self, word: str) -> np.ndarray | None:
         """The word's fallback vector; None when none of its pieces was ever seen."""
         ids = self.layers[0].pieces(word)

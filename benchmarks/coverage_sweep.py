@@ -1,0 +1,88 @@
+"""Full coverage on a finished ``--pieces`` run: every pair scored, with the run's fallback and a rare-word shrinkage.
+
+    python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
+
+For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
+(covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
+gets the run's fallback: the mean of its pieces' vectors, as ``distill evaluate --oov pieces``). Then, for
+each shrinkage K, every corpus word's vector becomes unit(n unit(v) + K unit(f)), n its occurrences used
+(at most the run's cap) and f its fallback, scored under pieces: how far a rare word's few occurrences should
+be pulled toward its pieces. Words read alone (``--model-words``, count 0) and words without a fallback keep
+their vectors. The shrinkage of a word depends only on the word, so applying it to the scored words alone
+gives the scores of applying it to all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from distill.evaluation.datasets import load_benchmark
+from distill.evaluation.metrics import Oov, evaluate_similarity
+from distill.evaluation.report import dataset_words, with_fallback
+from distill.rundir import RunDir
+from distill.serve.pieces import SetFallback
+from distill.vectors.keyed import l2_normalize, to_keyed_vectors
+
+BENCHMARKS = ("simlex999", "men", "ws353", "rw")
+
+
+def shrunk(kv, words: set[str], fallback: SetFallback, counts: dict[str, int], cap: int, k: float):
+    """``kv`` with the vectors of ``words`` pulled toward their fallback by ``k`` pseudo-occurrences."""
+    if k == 0:
+        return kv
+    vectors = np.array(kv.vectors, dtype=np.float32)
+    for word in words:
+        i, n = kv.key_to_index.get(word), min(counts.get(word, 0), cap)
+        f = fallback.vector(word) if i is not None and n > 0 else None
+        if f is not None:
+            own = vectors[i] / np.linalg.norm(vectors[i])
+            vectors[i] = n * own + k * f / np.linalg.norm(f)
+    return to_keyed_vectors(list(kv.index_to_key), l2_normalize(vectors))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run")
+    parser.add_argument("--set", default="best")
+    parser.add_argument("--shrink", default="0,1,2,5,10")
+    args = parser.parse_args()
+    run = RunDir(args.run)
+    name = run.resolve_set(args.set, None, None)
+    kv, manifest = run.load(name), run.manifest()
+    fallback = SetFallback.open(args.run, name)
+    if fallback is None:
+        raise SystemExit(f"{args.run} has no piece vectors for {name}: distil with --pieces")
+    counts = {}
+    for line in (Path(args.run) / "vocab.tsv").read_text(encoding="utf-8").splitlines():
+        word, count = line.split("\t")[:2]
+        if count.isdigit():
+            counts[word] = int(count)
+    cap = int(manifest["options"]["max_occurrences"])
+    data = {b: load_benchmark(b) for b in BENCHMARKS}
+    print(f"{args.run} {name}: {len(kv.index_to_key):,} words; Spearman x100 (pairs scored, coverage)")
+    results: dict[str, dict[str, float]] = {}
+    for oov in (Oov.STANDARD, Oov.PAPER):
+        results[oov.value] = {b: evaluate_similarity(kv, d, oov).score for b, d in data.items()}
+        cover = {b: evaluate_similarity(kv, d, oov).n_covered / len(d.pairs) for b, d in data.items()}
+        print(oov.value.ljust(12), "  ".join(f"{b} {100 * results[oov.value][b]:.1f} ({100 * cover[b]:.0f}%)"
+                                             for b in BENCHMARKS))  # fmt: skip
+    for k in [float(x) for x in args.shrink.split(",")]:
+        row = {}
+        for b, d in data.items():
+            words = dataset_words(d)
+            extended = with_fallback(shrunk(kv, words, fallback, counts, cap, k), words, fallback, True)
+            score = evaluate_similarity(extended, d, Oov.PAPER)
+            row[b] = score.score
+            cover = score.n_covered / len(d.pairs)
+        results[f"pieces, shrink {k:g}"] = row
+        print(f"pieces K={k:<4g}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
+              f"(coverage of {BENCHMARKS[-1]}: {100 * cover:.0f}%)")  # fmt: skip
+    print(json.dumps({"run": args.run, "set": name, "scores": results}))
+
+
+if __name__ == "__main__":
+    main()
