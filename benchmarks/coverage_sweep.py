@@ -1,6 +1,7 @@
 """Full coverage on a finished ``--pieces`` run: every pair scored, with the run's fallback and a rare-word shrinkage.
 
     python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
+                                        [--remove-top 0,1,2,3]
 
 For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
 (covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
@@ -9,7 +10,9 @@ each shrinkage K, every corpus word's vector becomes unit(n unit(v) + K unit(f))
 (at most the run's cap) and f its fallback, scored under pieces: how far a rare word's few occurrences should
 be pulled toward its pieces. Words read alone (``--model-words``, count 0) and words without a fallback keep
 their vectors. The shrinkage of a word depends only on the word, so applying it to the scored words alone
-gives the scores of applying it to all.
+gives the scores of applying it to all. Last, all-but-the-top post-processing (centre on the set's mean,
+remove its top D principal directions) as one affine map applied to the set and to the fallback vectors
+alike, scored under pieces.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def main() -> None:
     parser.add_argument("run")
     parser.add_argument("--set", default="best")
     parser.add_argument("--shrink", default="0,1,2,5,10")
+    parser.add_argument("--remove-top", default="0,1,2,3")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set, None, None)
@@ -61,7 +65,7 @@ def main() -> None:
         word, count = line.split("\t")[:2]
         if count.isdigit():
             counts[word] = int(count)
-    cap = int(manifest["options"]["max_occurrences"])
+    cap = int(manifest["occurrences"]["per_word_max"])
     data = {b: load_benchmark(b) for b in BENCHMARKS}
     print(f"{args.run} {name}: {len(kv.index_to_key):,} words; Spearman x100 (pairs scored, coverage)")
     results: dict[str, dict[str, float]] = {}
@@ -81,7 +85,38 @@ def main() -> None:
         results[f"pieces, shrink {k:g}"] = row
         print(f"pieces K={k:<4g}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
               f"(coverage of {BENCHMARKS[-1]}: {100 * cover:.0f}%)")  # fmt: skip
+    for d in [int(x) for x in args.remove_top.split(",") if x]:
+        row = remove_top_scores(kv, fallback, data, d)
+        results[f"pieces, remove top {d}"] = row
+        print(f"pieces top-{d:<3}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS))
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
+
+
+class _Mapped:
+    """A fallback whose vectors go through the same map as the set's."""
+
+    def __init__(self, fallback: SetFallback, transform) -> None:
+        self.fallback, self.transform = fallback, transform
+
+    def vector(self, word: str):
+        v = self.fallback.vector(word)
+        return None if v is None else self.transform(v / np.linalg.norm(v))
+
+
+def remove_top_scores(kv, fallback: SetFallback, data: dict, d: int, sample: int = 20_000) -> dict[str, float]:
+    """Scores under pieces after centring on the set's mean and removing its top ``d`` directions (fitted on a
+    seeded sample of at most ``sample`` words)."""
+    x = l2_normalize(np.asarray(kv.vectors, dtype=np.float64))
+    mean = x.mean(axis=0)
+    rows = np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False)
+    top = np.linalg.svd(x[rows] - mean, full_matrices=False)[2][:d]
+
+    def transform(v: np.ndarray) -> np.ndarray:
+        return (v - mean) - ((v - mean) @ top.T) @ top
+
+    mapped = to_keyed_vectors(list(kv.index_to_key), transform(x).astype(np.float32))
+    return {b: evaluate_similarity(with_fallback(mapped, dataset_words(ds), _Mapped(fallback, transform), True),
+                                   ds, Oov.PAPER).score for b, ds in data.items()}  # fmt: skip
 
 
 if __name__ == "__main__":

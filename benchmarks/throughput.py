@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per batch (0: --batch-size)")
     parser.add_argument("--chunk-size", type=int, default=4096, help="sentences length-sorted together")
+    parser.add_argument("--pieces", action="store_true", help="also piece vectors (run's default; off here so the "
+                        "ratio compares with the figures recorded before they were)")  # fmt: skip
     args = parser.parse_args()
 
     corpus = args.corpus
@@ -87,7 +89,7 @@ def main() -> None:
         corpus = str(sliced)
     config = RunConfig(model=args.model, corpus=(corpus,), out=str(tmp / "out"), layers=args.layers,
                        device=args.device, progress=False, batch_tokens=args.batch_tokens,
-                       chunk_size=args.chunk_size)  # fmt: skip
+                       chunk_size=args.chunk_size, pieces=args.pieces)  # fmt: skip
     source = resolve_model(args.model)
     model_config = load_encoder_config(args.model, source)
     layers = parse_layers(args.layers, int(model_config.num_hidden_layers))

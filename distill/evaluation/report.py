@@ -218,8 +218,11 @@ def markdown(
         "- similarity and SemEval: Spearman ρ; analogies: accuracy (question words excluded"
         + (f", candidates = top {options.analogy_top_n} words" if options.analogy_top_n else "")
         + "); categorization: cluster purity.",
-        "- `standard`: items with a missing word are skipped; (n) = items scored. "
-        "`paper`: a missing word gets the mean vector (Ethayarajh 2019), every item scored.",
+        "- `standard`: items with a missing word are skipped. "
+        "`paper`: a missing word gets the mean vector (Ethayarajh 2019), every item scored. "
+        "`pieces`: a missing word gets the mean of its pieces' vectors from the run (the mean vector if none "
+        "was seen), every item scored; analogies not scored. (n) = items whose words all have a vector (from "
+        "the vocabulary, or under `pieces` from their pieces).",
         "",
     ]
     totals = {(b, s): next((x.n_total for r in rows if (x := r.get(b, s)) and x.n_total), 0) for b, s, _ in columns}
