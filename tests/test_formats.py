@@ -185,6 +185,13 @@ def test_oov_words_get_neighbours_and_sentence_vectors_from_their_pieces(pieces_
     st = SentenceTransformer(str(written[0][0]), device="cpu")
     oov, known = st.encode(["kingqqq", "king"])
     assert oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-6)
+    from model2vec import StaticModel
+
+    written = export_run(pieces_run, pooling="mean", formats=[Format.MODEL2VEC], out=tmp_path / "m2v")
+    m2v = StaticModel.from_pretrained(str(written[0][0]))
+    oov2, known2 = m2v.encode(["kingqqq", "king"])
+    assert oov2 @ known2 / np.linalg.norm(oov2) / np.linalg.norm(known2) == pytest.approx(1.0, abs=1e-6)
+    assert oov2 @ oov / np.linalg.norm(oov2) / np.linalg.norm(oov) == pytest.approx(1.0, abs=1e-5)  # as in ST
 
 
 def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir, tmp_path):

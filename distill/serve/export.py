@@ -104,7 +104,7 @@ def export_run(
         _check_replaceable(Path(out))  # type: ignore[arg-type]
     out_dir = check_writable(Path(out).parent if itself else out or run.path / EXPORT_DIR)  # type: ignore[arg-type]
     pieces = None
-    if Format.SENTENCE_TRANSFORMERS in formats and dims is None:
+    if {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None:
         from distill.serve.pieces import SetFallback
 
         fallback = SetFallback.open(run.path, name)

@@ -74,7 +74,7 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     if spec["model"]["type"] != "WordPiece":
         return None
     vocab = {w: i for i, w in enumerate(words)}
-    extra = [t for t in spec["model"]["vocab"] if t not in vocab]  # unseen pieces keep zero vectors
+    extra = [t for t in spec["model"]["vocab"] if t not in vocab and t != UNK]  # unseen pieces: zero vectors
     piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
     norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
     piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
@@ -101,18 +101,34 @@ def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path
 
 
 def write_model2vec(
-    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, base_model: str, info: dict[str, Any]
+    words: Sequence[str],
+    q: Quantized,
+    lowercase: bool,
+    path: Path,
+    base_model: str,
+    info: dict[str, Any],
+    pieces: Any = None,
 ) -> Path:
-    """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights."""
+    """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights.
+    With piece vectors of a WordPiece model (float vectors), unknown words get their pieces' vectors, as in
+    the sentence-transformers export; otherwise they add nothing."""
     StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
 
     if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
         raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
-    values = np.vstack([q.values, np.zeros((1, q.values.shape[1]), dtype=q.values.dtype)])  # [UNK] row
+    fallback = None
+    if pieces is not None and q.scale is None:
+        fallback = wordpiece_fallback(words, q.values.astype(np.float32), pieces)
+    if fallback is None:
+        tokenizer = word_tokenizer(words, lowercase)
+        values = np.vstack([q.values, np.zeros((1, q.values.shape[1]), dtype=q.values.dtype)])  # [UNK] row
+    else:
+        tokenizer, values = fallback
+        values = values.astype(q.values.dtype)
     weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
     model = StaticModel(
         values,
-        word_tokenizer(words, lowercase),
+        tokenizer,
         normalize=False,
         base_model_name=base_model,
         weights=weights,
@@ -192,7 +208,7 @@ def write_format(
     if fmt is Format.KV:
         return [write_kv(words, q, counts, out / f"{stem}.kv")]
     if fmt is Format.MODEL2VEC:
-        return [write_model2vec(words, q, lowercase, target or out / f"{stem}.model2vec", base_model, info)]
+        return [write_model2vec(words, q, lowercase, target or out / f"{stem}.model2vec", base_model, info, pieces)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
         return [write_sentence_transformers(words, q, lowercase, target or out / f"{stem}.st", info, pieces)]
     if fmt is Format.PROJECTOR:
