@@ -87,6 +87,15 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     return Tokenizer.from_str(json.dumps(spec)), rows
 
 
+def token_table(words: Sequence[str], values: np.ndarray, lowercase: bool, pieces: Any) -> tuple[Any, np.ndarray]:
+    """The tokenizer of an exported static model and its rows (``[UNK]``, a zero row, last): WordPiece over our
+    words and the model's pieces where :func:`wordpiece_fallback` applies, else word-level over our words."""
+    fallback = wordpiece_fallback(words, values.astype(np.float32), pieces) if pieces is not None else None
+    if fallback is not None:
+        return fallback[0], fallback[1].astype(values.dtype)
+    return word_tokenizer(words, lowercase), np.vstack([values, np.zeros((1, values.shape[1]), dtype=values.dtype)])
+
+
 def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path: Path) -> Path:
     """gensim ``KeyedVectors.save``: load with ``KeyedVectors.load(path, mmap="r")``. int8 is stored dequantized."""
     values = q.values if q.scale is None else q.dequantize()
@@ -116,15 +125,7 @@ def write_model2vec(
 
     if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
         raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
-    fallback = None
-    if pieces is not None and q.scale is None:
-        fallback = wordpiece_fallback(words, q.values.astype(np.float32), pieces)
-    if fallback is None:
-        tokenizer = word_tokenizer(words, lowercase)
-        values = np.vstack([q.values, np.zeros((1, q.values.shape[1]), dtype=q.values.dtype)])  # [UNK] row
-    else:
-        tokenizer, values = fallback
-        values = values.astype(q.values.dtype)
+    tokenizer, values = token_table(words, q.values, lowercase, pieces if q.scale is None else None)
     weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
     model = StaticModel(
         values,
@@ -151,12 +152,7 @@ def write_sentence_transformers(
     ).SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    fallback = wordpiece_fallback(words, q.dequantize(), pieces) if pieces is not None else None
-    if fallback is None:
-        tokenizer = word_tokenizer(words, lowercase)
-        values = np.vstack([q.dequantize(), np.zeros((1, q.values.shape[1]), dtype=np.float32)])
-    else:
-        tokenizer, values = fallback
+    tokenizer, values = token_table(words, q.dequantize(), lowercase, pieces)
     module = StaticEmbedding(tokenizer, embedding_weights=values)
     with atomic_dir(path) as tmp:
         SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
