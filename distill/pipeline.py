@@ -435,6 +435,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
     started, timings = time.perf_counter(), Timings()
     plan = plan_run(config)
+    config = plan.config  # with its defaults resolved (--pieces)
     created = not plan.out.exists()
     out = check_writable(plan.out)
     resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again

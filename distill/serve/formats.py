@@ -65,16 +65,19 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
 
 def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
     """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
-    plus the model's pieces, so a known word is one token (its static vector) and any other word splits into
-    pieces (their static vectors scaled to the words' median norm; zero for a piece never seen, which then
-    adds nothing to the direction). None for other tokenizers."""
+    plus the model's alphabetic pieces, so a known word is one token (its static vector) and any other word
+    splits into pieces (their static vectors scaled to the words' median norm; zero for a piece never seen,
+    which then adds nothing to the direction). None for other tokenizers."""
     from tokenizers import Tokenizer
 
     spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
     if spec["model"]["type"] != "WordPiece":
         return None
     vocab = {w: i for i, w in enumerate(words)}
-    extra = [t for t in spec["model"]["vocab"] if t not in vocab and t != UNK]  # unseen pieces: zero vectors
+    prefix = spec["model"].get("continuing_subword_prefix") or "##"
+    # alphabetic pieces only, as the words are: punctuation and digits stay unknown (they add nothing), as
+    # in the word-level export; unseen pieces keep zero vectors
+    extra = [t for t in spec["model"]["vocab"] if t not in vocab and t.removeprefix(prefix).isalpha()]
     piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
     norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
     piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
@@ -83,6 +86,7 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     spec["model"]["vocab"] = vocab
     spec["model"]["unk_token"] = UNK
     spec["post_processor"] = None
+    spec["added_tokens"] = []  # the model's special tokens ([CLS], [SEP], ...) have no row here
     rows = np.vstack([values, piece_rows, np.zeros((1, values.shape[1]), dtype=np.float32)])
     return Tokenizer.from_str(json.dumps(spec)), rows
 
