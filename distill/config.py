@@ -244,11 +244,11 @@ class RunConfig:
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
-    pieces: bool | None = option(
-        None,
+    pieces: bool = option(
+        False,
         "Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): any word outside "
-        "the vocabulary then gets the mean of its pieces' vectors, in the same space. Default: on, except for "
-        "ELMo (characters: every word has its own vector) and --engine ray.",
+        "the vocabulary then gets the mean of its pieces' vectors, in the same space, in neighbors, evaluate "
+        "--oov pieces and the sentence exports (not for ELMo, nor with --engine ray).",
         OUTPUT,
         Effect.FILES,
     )

@@ -26,7 +26,7 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Engine, Pooling, RunConfig, best_layers, parse_layers, token_budget
+from distill.config import Pooling, RunConfig, best_layers, parse_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
@@ -168,8 +168,6 @@ def plan_run(config: RunConfig) -> Plan:
         require("h5py", "elmo", "reading ELMo's weights")
         if config.pieces:
             raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
-    if config.pieces is None:  # the default: piece vectors wherever they can be made
-        config = dataclasses.replace(config, pieces=not is_elmo(source) and config.engine is not Engine.RAY)
     gguf_file = config.gguf_file or default_gguf(config.model)
     if gguf_file is not None:
         require("gguf", "gguf", "loading GGUF weights")
@@ -435,7 +433,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
     started, timings = time.perf_counter(), Timings()
     plan = plan_run(config)
-    config = plan.config  # with its defaults resolved (--pieces)
+    config = plan.config  # as the plan resolved it
     created = not plan.out.exists()
     out = check_writable(plan.out)
     resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again

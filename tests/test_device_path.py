@@ -103,9 +103,7 @@ def test_a_run_with_the_device_store_and_token_batches_matches_the_default(tiny_
               "pooling": "pc,mean", "progress": False}  # fmt: skip
     default = distill.run(out=tmp_path / "a", **common)
     device = distill.run(out=tmp_path / "b", store="device", batch_tokens=200, **common)
-    assert (tmp_path / "a" / "layer2.pieces.npz").is_file()  # piece vectors by default
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert manifest["config"]["pieces"] is True
     assert manifest["occurrences"]["store"] == "device" and manifest["encoding"]["batch_tokens"] == 200
     assert manifest["model"]["attention"] in {"sdpa", "eager"}
     for name in ("layer1.pc", "layer2.mean"):
