@@ -13,7 +13,6 @@ process), as a GPU run does. Prints tokens/s of each, per core, and their ratio.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import torch
@@ -22,6 +21,7 @@ from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoding.batches import ChunkDone, iter_batches
+from distill.encoding.workers import usable_cores
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 
@@ -75,7 +75,7 @@ def main() -> None:
     args = parser.parse_args()
     config = RunConfig(model=args.model, progress=False, batch_tokens=args.batch_tokens)
     model = load_encoder(config.model, resolve_model(config.model), (1,), device="cpu")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     bare_tokens, bare_seconds = bare_tokenizer(args.corpus, model)
     workers = cores if args.workers is None else args.workers
     host_tokens, host_seconds = host_pass(args.corpus, model, config, workers)

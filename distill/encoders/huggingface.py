@@ -55,9 +55,7 @@ class HuggingFaceEncoder:
 
     def tokenize(self, texts: list[str], stride: int) -> list[Window]:
         """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
-        if stride not in self.backends:
-            self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
-        return make_windows(self.backends[stride].encode_batch(texts, add_special_tokens=True))
+        return self.window_tokenizer(stride).tokenize(texts, stride)
 
     def window_tokenizer(self, stride: int) -> WindowTokenizer:
         """What tokenizing needs and nothing of the model: picklable, for a pool of worker processes."""

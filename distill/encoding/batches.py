@@ -91,9 +91,13 @@ class ForwardTimer:
         """Forward time so far: the passes the GPU has finished, or, with ``wait``, all of them."""
         if wait and self.pending:
             self.pending[-1][1].synchronize()
-        finished = [pair for pair in self.pending if pair[1].query()] if self.pending else []
-        self.done += sum(a.elapsed_time(b) for a, b in finished) / 1000
-        self.pending = self.pending[len(finished) :]  # events finish in the order they were recorded
+        finished = 0
+        for start, end in self.pending:  # passes finish in the order they were recorded
+            if not end.query():
+                break
+            self.done += start.elapsed_time(end) / 1000
+            finished += 1
+        del self.pending[:finished]
         return self.done
 
 

@@ -9,12 +9,21 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 import torch
 
 from distill.encoders import Encoder
-from distill.encoding.batches import ChunkDone, EncodeStats, ForwardTimer, Observer, encode_batch, iter_batches
+from distill.encoding.batches import (
+    ChunkDone,
+    EncodeStats,
+    ForwardTimer,
+    Observer,
+    PreparedWindow,
+    encode_batch,
+    iter_batches,
+)
 from distill.encoding.store import OccurrenceStore
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
@@ -84,6 +93,19 @@ def prefetch(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
         stop.set()
 
 
+def per_chunk(items: Iterable[list[PreparedWindow] | ChunkDone]) -> Iterator[list[Any]]:
+    """Each chunk's batches and its :class:`ChunkDone` as one item, so that read-ahead counts chunks: a
+    chunk is 64 batches of 64 sentences, or a few of a GPU's token budget."""
+    group: list[Any] = []
+    for item in items:
+        group.append(item)
+        if isinstance(item, ChunkDone):
+            yield group
+            group = []
+    if group:
+        yield group
+
+
 def encode_occurrences(
     model: Encoder,
     jobs: Iterable[SentenceJob],
@@ -120,7 +142,7 @@ def encode_occurrences(
     timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
     resumed = time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
-        for batch in prefetch(batches, depth=2 * (chunk_size // batch_size)):  # up to two chunks ahead
+        for batch in chain.from_iterable(prefetch(per_chunk(batches), depth=2)):  # up to two chunks ahead
             if interrupted.is_set():
                 raise KeyboardInterrupt
             if isinstance(batch, ChunkDone):

@@ -116,7 +116,7 @@ class OccurrenceStore:
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
             for layer in layers:
-                path = self.directory / f"layer{layer}.npy"
+                path = self._path(layer)
                 if not reopen:  # header and size; the data stays a hole, read as zeros, until written
                     np.lib.format.open_memmap(path, mode="w+", dtype=self.dtype, shape=shape)  # unmapped at once
                 try:
@@ -137,6 +137,10 @@ class OccurrenceStore:
         self.position = np.full(n_rows, n_rows, dtype=np.int64)
         self.filled = np.zeros(n_rows, dtype=bool)
         self.count = 0
+
+    def _path(self, layer: int) -> Path:
+        """The file of ``layer``'s matrix in the store's folder."""
+        return self.directory / f"layer{layer}.npy"  # type: ignore[operator]
 
     def _allocate(self, shape: tuple[int, int, int]) -> None:
         """The in-memory matrices, (n_layers, n_rows + 1, dim)."""
@@ -241,7 +245,7 @@ class OccurrenceStore:
             return
         for i, layer in enumerate(self._files):
             try:
-                saved = np.load(self.directory / f"layer{layer}.npy", mmap_mode="r")  # type: ignore[operator]
+                saved = np.load(self._path(layer), mmap_mode="r")
             except (OSError, ValueError) as err:
                 raise OutputError(f"the store file of layer {layer} is shorter than its checkpoint says ({err}); "
                                   "run again with --restart") from err  # fmt: skip

@@ -26,8 +26,12 @@ def default_workers(device_type: str) -> int:
     on a CPU none (the cores run the model)."""
     if device_type != "cuda":
         return 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(16, cores - 2))
+    return max(1, min(16, usable_cores() - 2))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def sort_prepared(model: Tokenizing, jobs: list[SentenceJob], stride: int) -> tuple[list[PreparedWindow], EncodeStats]:
