@@ -433,7 +433,6 @@ def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
     started, timings = time.perf_counter(), Timings()
     plan = plan_run(config)
-    config = plan.config  # as the plan resolved it
     created = not plan.out.exists()
     out = check_writable(plan.out)
     resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again

@@ -67,8 +67,9 @@ def set_name(layer: int, pooling: str) -> str:
     return f"layer{int(layer)}.{pooling}"
 
 
-#: Every layer's piece vectors, as a glob.
-PIECES_GLOB = "layer*.pieces.npz"
+def has_piece_vectors(folder: Path) -> bool:
+    """Whether a run folder holds piece vectors (``--pieces``), checked without reading them."""
+    return any(folder.glob("layer*.pieces.npz"))
 
 
 def pieces_name(layer: int) -> str:

@@ -34,7 +34,7 @@ from distill.evaluation.metrics import (
 from distill.evaluation.vectors import Vectors
 from distill.files import write_json
 from distill.progress import track
-from distill.rundir import MANIFEST, PIECES_GLOB
+from distill.rundir import MANIFEST, has_piece_vectors
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
 logger = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ def score_vectors(
 def run_fallback(path: str | Path) -> Any:
     """The ``pieces`` fallback of a vector file in a run folder made with ``--pieces``, else None."""
     path = Path(path)
-    if not (path.parent / MANIFEST).is_file() or not any(path.parent.glob(PIECES_GLOB)):
+    if not (path.parent / MANIFEST).is_file() or not has_piece_vectors(path.parent):
         return None
     from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
 
@@ -195,12 +195,12 @@ def evaluate_rows(
     return rows
 
 
-def _cell(score: Score | None, coverage: bool) -> str:
+def _cell(score: Score | None) -> str:
     if score is None:
         return ""
     if math.isnan(score.score):
         return "–"
-    return f"{score.score:.3f} ({score.n_covered})" if coverage else f"{score.score:.3f}"
+    return f"{score.score:.3f} ({score.n_covered})"
 
 
 def markdown(
@@ -238,7 +238,7 @@ def markdown(
             lines.append("| vectors | " + " | ".join(f"{t} /{totals[(b, s)]}" for b, s, t in cols) + " |")
             lines.append("|---|" + "---:|" * len(cols))
             for row in rows:
-                cells = [_cell(row.get(b, s, oov.value, method.value), True) for b, s, _ in cols]
+                cells = [_cell(row.get(b, s, oov.value, method.value)) for b, s, _ in cols]
                 label = f"{row.label} (baseline)" if row.baseline else row.label
                 lines.append(f"| {label} | " + " | ".join(cells) + " |")
             lines.append("")

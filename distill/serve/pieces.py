@@ -162,7 +162,7 @@ class SetFallback:
 
     def piece_vectors(self) -> PieceVectors:
         """One vector per piece in the set's space (a layer's own, or the layers' combined): the token
-        table a sentence-transformers export gives pieces outside the vocabulary."""
+        table the static-model exports give pieces outside the vocabulary."""
         first = self.layers[0]
         if self.combine is None:
             return first

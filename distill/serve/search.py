@@ -11,7 +11,7 @@ import numpy as np
 
 from distill.config import parse_choices
 from distill.errors import ConfigError
-from distill.rundir import PIECES_GLOB, RunDir, load_file
+from distill.rundir import RunDir, has_piece_vectors, load_file
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -58,9 +58,9 @@ class Searcher:
         else:
             index = build_faiss_index(kv.vectors, kind)
             if path.is_dir() or path.parent.exists():
-                write_faiss(words, kv.vectors, index_path, kind)
+                write_faiss(words, kv.vectors, index_path, kind, index)
         pieces = None
-        if path.is_dir() and any(path.glob(PIECES_GLOB)):
+        if path.is_dir() and has_piece_vectors(path):
             from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
 
             pieces = SetFallback.open(path, name)

@@ -93,13 +93,18 @@ def words_path(path: str | Path) -> Path:
 
 
 def write_faiss(
-    words: Sequence[str], vectors: np.ndarray, path: str | Path, kind: IndexKind | str = IndexKind.FLAT
+    words: Sequence[str],
+    vectors: np.ndarray,
+    path: str | Path,
+    kind: IndexKind | str = IndexKind.FLAT,
+    index: Any = None,
 ) -> tuple[Path, Path]:
-    """FAISS index file and its word list (``<path>.words.txt``, one word per line, row order)."""
+    """FAISS index file and its word list (``<path>.words.txt``, one word per line, row order); ``index``:
+    one already built over ``vectors`` by :func:`build_faiss_index`, else it is built here."""
     import faiss
 
     path = Path(path)
-    index = build_faiss_index(vectors, kind)
+    index = build_faiss_index(vectors, kind) if index is None else index
     with atomic_path(path) as tmp:
         faiss.write_index(on_cpu(index), str(tmp))
     with atomic_path(words_path(path)) as tmp:
