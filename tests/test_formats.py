@@ -231,6 +231,11 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
     per_layer = PieceVectors.open_layers(run.out, layers)
     unit = [v / np.linalg.norm(v) for v in (p.vector("kingqqq") for p in per_layer)]
     np.testing.assert_allclose(fallback.vector("kingqqq"), np.mean(unit, axis=0), rtol=1e-6)
+    manifest = json.loads((run.out / "manifest.json").read_text())
+    manifest["derived"][f"{best}.tuned"] = {"tuned_from": best, "sentence_ready": True}
+    (run.out / "manifest.json").write_text(json.dumps(manifest))
+    tuned = SetFallback.open(run.out, f"{best}.tuned")  # a tuned set falls back as the set it was tuned from
+    np.testing.assert_array_equal(tuned.vector("kingqqq"), fallback.vector("kingqqq"))
 
     a, b, c = kv.index_to_key[:3]
     data = SimilarityDataset("toy", ((a, b), (a, "kingqqq"), (b, "kingqqq"), (c, a)), (1.0, 3.0, 2.0, 4.0))

@@ -145,9 +145,11 @@ class SetFallback:
     def open(cls, run_dir: str | Path, set_name: str) -> SetFallback | None:
         """The fallback of ``set_name`` in a run made with ``--pieces``; None when the run has no piece vectors
         for its layers, or the set is post-processed in a way single vectors cannot follow (top directions
-        removed, whitened)."""
+        removed, whitened). A tuned set falls back as the set it was tuned from."""
         manifest = RunDir(run_dir).manifest()
         recipe = (manifest.get("derived") or {}).get(set_name)
+        if recipe is not None and "tuned_from" in recipe:  # tuned from a set: its pieces start where it started
+            return cls.open(run_dir, str(recipe["tuned_from"]))
         if recipe is None:
             match = SET_LAYER.match(set_name)
             if match is None:
