@@ -4,7 +4,6 @@ from typing import Any
 
 from distill.config import Pooling, RunConfig
 from distill.errors import ConfigError, DistillError, OutputError
-from distill.rundir import load
 
 __version__ = "0.1.0"
 
@@ -23,9 +22,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The pipeline (torch, transformers) is imported on first use, so serving code stays light."""
+    """The pipeline (torch, transformers) and gensim are imported on first use, so serving code stays light."""
     if name in ("run", "run_pipeline", "RunResult"):
         from distill import pipeline
 
         return getattr(pipeline, name)
+    if name == "load":  # gensim, on first use
+        from distill.serve.anyword import load
+
+        return load
     raise AttributeError(f"module 'distill' has no attribute {name!r}")

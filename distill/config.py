@@ -244,13 +244,15 @@ class RunConfig:
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
-    pieces: bool = option(
-        False,
+    pieces: bool | None = option(
+        None,
         "Also average a vector for every piece of the model's vocabulary (layerL.pieces.npz): any word outside "
         "the vocabulary then gets the mean of its pieces' vectors, in the same space, in neighbors, evaluate "
-        "--oov pieces and the sentence exports (not for ELMo, nor with --engine ray).",
+        "--oov pieces and the sentence exports. Default: on, except for ELMo (every word has its own vector) "
+        "and --engine ray.",
         OUTPUT,
         Effect.FILES,
+        flag="--pieces/--no-pieces",
     )
     teacher: bool = option(
         False,

@@ -26,7 +26,7 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Pooling, RunConfig, best_layers, parse_layers, token_budget
+from distill.config import Engine, Pooling, RunConfig, best_layers, parse_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.derive import Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
@@ -164,10 +164,13 @@ def plan_run(config: RunConfig) -> Plan:
     corpus = config.corpus or (str(default_corpus()),)
     if not config.corpus and not Path(corpus[0]).is_file():
         raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
-    if is_elmo(source):
+    elmo = is_elmo(source)
+    if elmo:
         require("h5py", "elmo", "reading ELMo's weights")
         if config.pieces:
             raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
+    if config.pieces is None:  # piece vectors by default, where a run can make them
+        config = dataclasses.replace(config, pieces=not elmo and config.engine is Engine.LOCAL)
     gguf_file = config.gguf_file or default_gguf(config.model)
     if gguf_file is not None:
         require("gguf", "gguf", "loading GGUF weights")
@@ -437,9 +440,11 @@ def run_pipeline(config: RunConfig) -> RunResult:
     out = check_writable(plan.out)
     resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again
     work = WorkDir(out)
+    # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     reused = work.open(
         fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
     )
+    config = plan.config  # with its defaults resolved
     finished = failed = False
     try:
         RunDir(out).clear_previous()  # under the lock: a finished folder never mixes two runs

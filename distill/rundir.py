@@ -212,10 +212,14 @@ class RunDir:
 
     def load(self, name: str) -> Any:
         """Set ``name`` as gensim ``KeyedVectors`` (from its binary file), from a complete run only."""
+        return load_file(self.set_binary(name))
+
+    def set_binary(self, name: str) -> Path:
+        """The binary word2vec file of set ``name``, from a complete run only."""
         data = self.check_complete()
         if self.file(name, ".bin").name not in data["files"]:
             raise ConfigError(f"{self.path} has no set {name}; its sets: {', '.join(sets_of(data))}")
-        return load_file(self.file(name, ".bin"))
+        return self.file(name, ".bin")
 
 
 def sets_of(manifest: dict[str, Any]) -> list[str]:
@@ -234,12 +238,10 @@ def load_file(path: str | Path) -> Any:
 
 
 def load(path: str | Path, layer: int | None = None, pooling: str | None = None, vector_set: str | None = None) -> Any:
-    """Load vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a set of a run folder: by name
+    """Vectors as gensim ``KeyedVectors``: a ``.txt``/``.bin`` file, or a set of a run folder: by name
     (``vector_set``, ``"best"`` for the recommended one), by layer and pooling, or by default the recommended
-    set (the first layer's when the run has none).
-
-    Needs only numpy and gensim (no torch), so a service can import it cheaply.
-    """
+    set (the first layer's when the run has none). ``distill.load`` adds the run's piece fallback
+    (:func:`distill.serve.anyword.load`)."""
     path = Path(path)
     if path.is_dir():
         run = RunDir(path)

@@ -125,9 +125,9 @@ def test_searcher_answers_like_gensim_and_saves_its_index(run_dir):
     searcher = Searcher.open(run_dir, layer=1, kind="hnsw")
     assert (run_dir / "layer1.pc.hnsw.faiss").is_file()
     word = kv.index_to_key[2]
-    hits = Searcher.open(run_dir, layer=1).neighbors([word, "not-a-word"], k=5)
+    hits = Searcher.open(run_dir, layer=1).neighbors([word, "qqqzzz"], k=5)
     assert [w for w, _ in hits[0]] == [w for w, _ in kv.most_similar(word, topn=5)]
-    assert hits[1] is None
+    assert hits[1] is None  # none of its pieces was ever seen
     assert searcher.similarity(word, kv.index_to_key[4]) == pytest.approx(
         kv.similarity(word, kv.index_to_key[4]), abs=1e-6
     )
@@ -165,6 +165,23 @@ def test_piece_vectors_are_the_mean_of_every_occurrence_of_the_piece(pieces_run)
     assert all(pieces.counts[i] == 0 for i in ids[1:])
     np.testing.assert_allclose(pieces.vector(oov), kv["king"], atol=1e-5)
     assert pieces.vector("qqqzzz") is None  # no piece ever seen
+
+
+def test_load_answers_any_word_and_says_where_its_vector_came_from(pieces_run, tmp_path):
+    kv = distill.load(pieces_run, layer=1, pooling="mean")
+    assert isinstance(kv, KeyedVectors) and "kingqqq" not in kv  # the vocabulary stays gensim's
+    assert [kv.source(w) for w in ("king", "kingqqq", "qqqzzz")] == ["vocabulary", "pieces", "none"]
+    mean_norm = np.linalg.norm(kv.vectors, axis=1).mean()
+    king = kv["king"] / np.linalg.norm(kv["king"])
+    np.testing.assert_allclose(kv["kingqqq"], king * mean_norm, rtol=1e-5)  # the piece "king" is the word
+    np.testing.assert_allclose(kv.get_vector("kingqqq", norm=True), king, rtol=1e-5)
+    assert kv.similarity("kingqqq", "king") == pytest.approx(1.0, abs=1e-5)
+    assert kv.most_similar("kingqqq", topn=1)[0] == ("king", pytest.approx(1.0, abs=1e-5))
+    with pytest.raises(KeyError, match="none of its pieces was seen"):
+        kv["qqqzzz"]
+    kv.save(str(tmp_path / "any.kv"))  # gensim's own format: the fallback is opened again on demand
+    again = KeyedVectors.load(str(tmp_path / "any.kv"))
+    np.testing.assert_allclose(again["kingqqq"], kv["kingqqq"])
 
 
 def test_oov_words_get_neighbours_and_sentence_vectors_from_their_pieces(pieces_run, tmp_path):

@@ -28,7 +28,9 @@ def test_run_writes_every_format_and_they_load(bert_run):
     out = bert_run.out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["layers"] == [0, 1, 2] and manifest["pooling"] == ["pc", "mean"]
-    assert len(manifest["files"]) == 1 + 3 * 2 * 4  # vocab.tsv, then 4 files per layer and pooling
+    assert len(manifest["files"]) == 1 + 3 * 2 * 4 + 3  # vocab.tsv, 4 files per layer and pooling, 3 of pieces
+    assert [f for f in manifest["files"] if "pieces" in f] == [f"layer{i}.pieces.npz" for i in range(3)]
+    assert manifest["config"]["pieces"] is True  # the default, resolved
     vocab = [line.split("\t") for line in (out / "vocab.tsv").read_text().splitlines()]
     assert [w for w, _ in vocab] == bert_run[1].index_to_key
     assert [int(c) for _, c in vocab] == [bert_run[1].get_vecattr(w, "count") for w, _ in vocab]
@@ -179,7 +181,7 @@ def test_cli_reads_stdin_and_reports_errors_in_one_line(tiny_bert_dir, tmp_path)
     ]
     done = subprocess.run(cmd, input=TINY_CORPUS.read_bytes(), capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
-    assert b"wrote 5 files" in done.stdout
+    assert b"wrote 6 files" in done.stdout  # vocab.tsv, 4 of layer1.pc, its pieces
     assert KeyedVectors.load_word2vec_format(str(tmp_path / "cli" / "layer1.pc.txt")).vector_size == 32
     bad_cmd = [*cmd[:6], "--layers", "9", "--out", str(tmp_path / "x"), "--corpus", str(TINY_CORPUS)]
     bad = subprocess.run(bad_cmd, capture_output=True, timeout=120)

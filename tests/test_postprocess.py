@@ -92,14 +92,13 @@ def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
     )
     assert result.manifest["best"] == "layer2.mean.unit" and result.manifest["layers"] == [1, 2]
     # only what was asked for is written: layer 1's first PC and the recommended set, not the layer-2 mean
-    # vectors it was derived from
+    # vectors it was derived from (beside the pieces of both layers, the recommended set's fallback)
+    sets = [f"{s}{x}" for s in ("layer1.pc", "layer2.mean.unit") for x in SET_SUFFIXES]
+    pieces = ["layer1.pieces.npz", "layer2.pieces.npz"]
     written = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("layer"))
-    assert written == sorted(f"{s}{x}" for s in ("layer1.pc", "layer2.mean.unit") for x in SET_SUFFIXES)
+    assert written == sorted(sets + pieces)
     assert sorted(result.vectors) == ["layer1.pc", "layer2.mean.unit"]
-    assert result.manifest["files"] == [
-        VOCAB,
-        *[f"{s}{x}" for s in ("layer1.pc", "layer2.mean.unit") for x in SET_SUFFIXES],
-    ]
+    assert result.manifest["files"] == [VOCAB, *sets, *pieces]
     mean = distill.run(model=str(tiny_bert_dir), out=str(tmp_path / "mean"), corpus=[str(TINY_CORPUS)], layers="2",
                        pooling="mean", min_count=2, max_occurrences=5, progress=False)  # fmt: skip
     np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(mean[2, "mean"].vectors), atol=1e-6)

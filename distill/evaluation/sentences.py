@@ -132,6 +132,17 @@ def mean_of_words(kv: Any, lowercase: bool | None = None) -> Encode:
     return encode
 
 
+def token_table_encoder(words: list[str], vectors: np.ndarray, lowercase: bool, pieces: Any) -> Encode:
+    """What the model2vec export of ``vectors`` encodes (its tokenizer, unknown words through ``pieces``),
+    built in memory."""
+    from distill.serve.formats import token_table
+
+    static_model = require("model2vec", "export", "scoring sentences with piece vectors").StaticModel
+    tokenizer, rows = token_table(words, np.asarray(vectors, dtype=np.float32), lowercase, pieces)
+    model = static_model(rows, tokenizer, normalize=False)
+    return lambda sentences: model.encode(sentences, show_progress_bar=False)
+
+
 def model2vec_encoder(path: str | Path) -> Encode:
     """An exported (or any) model2vec folder, through model2vec's own loader."""
     static_model = require("model2vec", "export", "scoring a model2vec folder").StaticModel
@@ -214,7 +225,7 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
     """Score each input: a model2vec or sentence-transformers folder as its loader reads it; a run folder's sets
     as ``distill export`` bakes them (its sentence recipe); any other vector file as the plain mean."""
     from distill.rundir import RunDir, sets_of
-    from distill.serve.export import prepared_set
+    from distill.serve.export import prepared_set, set_pieces
     from distill.vectors.keyed import to_keyed_vectors
     from distill.vectors.reader import read_vectors
 
@@ -230,7 +241,12 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
             names = [run.resolve_set(vector_set)] if vector_set else sets_of(manifest)
             for name in names:
                 kv, _, recipe, ready = prepared_set(run, name)
-                encode = mean_of_words(to_keyed_vectors(kv.index_to_key, ready), manifest["vocabulary"]["lowercase"])
+                lowercase = bool(manifest["vocabulary"]["lowercase"])
+                pieces = set_pieces(path, name)
+                if pieces is not None:  # unknown words through their pieces, as the exports read them
+                    encode = token_table_encoder(list(kv.index_to_key), ready, lowercase, pieces)
+                else:
+                    encode = mean_of_words(to_keyed_vectors(kv.index_to_key, ready), lowercase)
                 label = f"{path.name} {name} ({recipe.name})"
                 scores.append(score_sts(encode, pairs, label, {"set": name, "recipe": recipe.to_json()}))
         else:

@@ -11,7 +11,7 @@ import numpy as np
 from distill.config import parse_choices
 from distill.errors import ConfigError
 from distill.files import check_writable
-from distill.rundir import EXPORT_DIR, RunDir, words_per_line
+from distill.rundir import EXPORT_DIR, RunDir, has_piece_vectors, words_per_line
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -56,6 +56,17 @@ def prepared_set(
     counts = run.counts(kv.index_to_key)
     recipe = sentence_recipe(manifest, name, weighting)
     return kv, counts, recipe, apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
+
+
+def set_pieces(run_dir: Path, name: str) -> Any:
+    """The piece vectors the sentence exports of a run's set fall back to (its space, combined as the set
+    combines its layers); None when the run has none."""
+    if not has_piece_vectors(run_dir):
+        return None
+    from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
+
+    fallback = SetFallback.open(run_dir, name)
+    return fallback.piece_vectors() if fallback is not None else None
 
 
 def export_run(
@@ -103,12 +114,8 @@ def export_run(
     if itself:
         _check_replaceable(Path(out))  # type: ignore[arg-type]
     out_dir = check_writable(Path(out).parent if itself else out or run.path / EXPORT_DIR)  # type: ignore[arg-type]
-    pieces = None
-    if {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None:
-        from distill.serve.pieces import SetFallback
-
-        fallback = SetFallback.open(run.path, name)
-        pieces = fallback.piece_vectors() if fallback is not None else None
+    sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None
+    pieces = set_pieces(run.path, name) if sentences else None
     lowercase, source = bool(manifest["vocabulary"]["lowercase"]), str(manifest["model"]["source"])
     written = []
     for fmt in formats:
