@@ -34,7 +34,8 @@ from distill.evaluation.metrics import (
 from distill.evaluation.vectors import Vectors
 from distill.files import write_json
 from distill.progress import track
-from distill.rundir import MANIFEST, has_piece_vectors
+from distill.rundir import MANIFEST
+from distill.serve.anyword import open_fallback
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
 logger = logging.getLogger(__name__)
@@ -167,12 +168,9 @@ def score_vectors(
 def run_fallback(path: str | Path) -> Any:
     """The ``pieces`` fallback of a vector file in a run folder made with ``--pieces``, else None."""
     path = Path(path)
-    if not (path.parent / MANIFEST).is_file() or not has_piece_vectors(path.parent):
+    if not (path.parent / MANIFEST).is_file():
         return None
-    from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
-
-    name = path.name.removesuffix(".gz").rsplit(".", 1)[0]
-    return SetFallback.open(path.parent, name)
+    return open_fallback(path.parent, path.name.removesuffix(".gz").rsplit(".", 1)[0])
 
 
 def evaluate_rows(

@@ -135,11 +135,9 @@ def mean_of_words(kv: Any, lowercase: bool | None = None) -> Encode:
 def token_table_encoder(words: list[str], vectors: np.ndarray, lowercase: bool, pieces: Any) -> Encode:
     """What the model2vec export of ``vectors`` encodes (its tokenizer, unknown words through ``pieces``),
     built in memory."""
-    from distill.serve.formats import token_table
+    from distill.serve.formats import static_model
 
-    static_model = require("model2vec", "export", "scoring sentences with piece vectors").StaticModel
-    tokenizer, rows = token_table(words, np.asarray(vectors, dtype=np.float32), lowercase, pieces)
-    model = static_model(rows, tokenizer, normalize=False)
+    model = static_model(words, np.asarray(vectors, dtype=np.float32), lowercase, pieces)
     return lambda sentences: model.encode(sentences, show_progress_bar=False)
 
 

@@ -27,21 +27,21 @@ class AnyWordVectors(KeyedVectors):
     set_name: str | None = None
 
     def _fallback(self) -> Any:
-        if "_opened" not in self.__dict__:
-            from distill.serve.pieces import SetFallback  # transformers: only at the first unknown word
-
-            self._opened = SetFallback.open(self.run_dir, self.set_name) if self.run_dir else None
+        if "_opened" not in self.__dict__:  # at the first unknown word
+            self._opened = open_fallback(Path(self.run_dir), str(self.set_name)) if self.run_dir else None
+            self._mean_norm = float(np.linalg.norm(self.vectors, axis=1).mean())
         return self._opened
 
     def __getstate__(self) -> dict[str, Any]:  # kv.save(): the tokenizer is opened again on demand
         state = dict(self.__dict__)
         state.pop("_opened", None)
+        state.pop("_mean_norm", None)
         return state
 
     def _piece_vector(self, word: str) -> np.ndarray | None:
         fallback = self._fallback()
         v = fallback.vector(word) if fallback is not None else None
-        return None if v is None or not np.any(v) else np.asarray(v, dtype=np.float32)
+        return None if v is None else np.asarray(v, dtype=np.float32)
 
     def source(self, word: str) -> str:
         """``vocabulary``, ``pieces`` (built from the word's pieces) or ``none`` (no vector)."""
@@ -55,7 +55,7 @@ class AnyWordVectors(KeyedVectors):
         v = self._piece_vector(key)
         if v is None:
             raise KeyError(f"Key '{key}' not present: not in the vocabulary, and none of its pieces was seen")
-        scale = 1.0 if norm else float(np.linalg.norm(self.vectors, axis=1).mean())
+        scale = 1.0 if norm else self._mean_norm
         return (v * (scale / np.linalg.norm(v))).astype(self.vectors.dtype)
 
     def most_similar(self, positive: Any = None, negative: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -68,6 +68,16 @@ class AnyWordVectors(KeyedVectors):
         if keys is None:
             return None
         return [k if not isinstance(k, str) or k in self.key_to_index else self.get_vector(k, norm=True) for k in keys]
+
+
+def open_fallback(run_dir: Path, set_name: str) -> Any:
+    """The fallback of a run's set (:class:`distill.serve.pieces.SetFallback`); None when the run has no piece
+    vectors for it. torch and transformers are imported only for a run that has some."""
+    if not has_piece_vectors(run_dir):
+        return None
+    from distill.serve.pieces import SetFallback
+
+    return SetFallback.open(run_dir, set_name)
 
 
 def load(path: str | Path, layer: int | None = None, pooling: str | None = None, vector_set: str | None = None) -> Any:

@@ -11,7 +11,8 @@ import numpy as np
 from distill.config import parse_choices
 from distill.errors import ConfigError
 from distill.files import check_writable
-from distill.rundir import EXPORT_DIR, RunDir, has_piece_vectors, words_per_line
+from distill.rundir import EXPORT_DIR, RunDir, words_per_line
+from distill.serve.anyword import open_fallback
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -61,11 +62,7 @@ def prepared_set(
 def set_pieces(run_dir: Path, name: str) -> Any:
     """The piece vectors the sentence exports of a run's set fall back to (its space, combined as the set
     combines its layers); None when the run has none."""
-    if not has_piece_vectors(run_dir):
-        return None
-    from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
-
-    fallback = SetFallback.open(run_dir, name)
+    fallback = open_fallback(run_dir, name)
     return fallback.piece_vectors() if fallback is not None else None
 
 

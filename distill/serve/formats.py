@@ -113,6 +113,21 @@ def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path
     return path
 
 
+def static_model(
+    words: Sequence[str],
+    values: np.ndarray,
+    lowercase: bool,
+    pieces: Any = None,
+    base_model: str | None = None,
+    weights: np.ndarray | None = None,
+) -> Any:
+    """The model2vec ``StaticModel`` of ``values`` (float or int8 with per-token ``weights``) over
+    :func:`token_table`'s tokenizer: what the model2vec export saves."""
+    StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
+    tokenizer, rows = token_table(words, values, lowercase, pieces)
+    return StaticModel(rows, tokenizer, normalize=False, base_model_name=base_model, weights=weights, max_length=None)
+
+
 def write_model2vec(
     words: Sequence[str],
     q: Quantized,
@@ -125,20 +140,10 @@ def write_model2vec(
     """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights.
     With piece vectors of a WordPiece model (float vectors), unknown words get their pieces' vectors, as in
     the sentence-transformers export; otherwise they add nothing."""
-    StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
-
     if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
         raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
-    tokenizer, values = token_table(words, q.values, lowercase, pieces if q.scale is None else None)
     weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
-    model = StaticModel(
-        values,
-        tokenizer,
-        normalize=False,
-        base_model_name=base_model,
-        weights=weights,
-        max_length=None,
-    )
+    model = static_model(words, q.values, lowercase, pieces if q.scale is None else None, base_model, weights)
     with atomic_dir(path) as tmp:
         model.save_pretrained(tmp)
         write_json(info, tmp / EXPORT_INFO)

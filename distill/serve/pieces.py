@@ -172,11 +172,11 @@ class SetFallback:
         return PieceVectors(first.tokenizer, table.astype(np.float32), first.counts, first.lowercase)
 
     def vector(self, word: str) -> np.ndarray | None:
-        """The word's fallback vector; None when none of its pieces was ever seen."""
+        """The word's fallback vector; None when none of its pieces was ever seen (or their mean is zero: no
+        direction)."""
         ids = self.layers[0].pieces(word)
         parts = [layer.vector(word, ids) for layer in self.layers]
         if any(p is None for p in parts):
             return None
-        if self.combine is None:
-            return parts[0]
-        return combine([p[None, :] for p in parts], self.combine)[0]
+        vector = parts[0] if self.combine is None else combine([p[None, :] for p in parts], self.combine)[0]
+        return vector if np.any(vector) else None

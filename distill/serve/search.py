@@ -11,7 +11,8 @@ import numpy as np
 
 from distill.config import parse_choices
 from distill.errors import ConfigError
-from distill.rundir import RunDir, has_piece_vectors, load_file
+from distill.rundir import RunDir, load_file
+from distill.serve.anyword import open_fallback
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -59,11 +60,7 @@ class Searcher:
             index = build_faiss_index(kv.vectors, kind)
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind, index)
-        pieces = None
-        if path.is_dir() and has_piece_vectors(path):
-            from distill.serve.pieces import SetFallback  # transformers: only for runs with piece vectors
-
-            pieces = SetFallback.open(path, name)
+        pieces = open_fallback(path, name) if path.is_dir() else None
         return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
@@ -72,7 +69,7 @@ class Searcher:
         if i is not None:
             return self.unit[i], "vocabulary"
         v = self.pieces.vector(word) if self.pieces is not None else None
-        if v is None or not np.any(v):
+        if v is None:
             return None, "none"
         return (v / np.linalg.norm(v)).astype(np.float32), "pieces"
 
