@@ -23,8 +23,9 @@ import numpy as np
 
 from distill.evaluation.sentences import DEV_YEARS, HELD_OUT_YEARS, load_sts, score_inputs
 from distill.rundir import MANIFEST, RunDir
+from distill.tune.options import TuneOptions
 from distill.tune.teacher import TEACHER_FILE, _pack
-from distill.tune.train import TuneOptions, tune_run
+from distill.tune.train import tune_run
 
 
 def sample_sentences(corpus: Path, n: int, seed: int) -> list[str]:

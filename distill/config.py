@@ -191,6 +191,12 @@ class RunConfig:
     alpha_only: bool = option(
         True, "Only alphabetic words enter the vocabulary.", INPUT, flag="--alpha-only/--any-word"
     )
+    split_sentences: bool = option(
+        False,
+        "Read each line as its sentences (split after . ! ?), each encoded alone: for a corpus of paragraphs.",
+        INPUT,
+        flag="--split-sentences/--whole-lines",
+    )
     encoding_errors: EncodingErrors = option(
         EncodingErrors.STRICT, "strict: stop at bytes that are not UTF-8; replace: use U+FFFD.", INPUT
     )

@@ -26,6 +26,15 @@ logger = logging.getLogger(__name__)
 #: (punctuation and spaces separate words; "Micron's" is "Micron" + "s").
 WORD_RE = re.compile(r"\w+")
 
+#: Where a line splits into sentences (``--split-sentences``): after . ! or ? (and any closing quotes or
+#: brackets), at white space followed by something other than a lower-case letter.
+SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[^\sa-z])")
+
+
+def split_sentences(line: str) -> list[str]:
+    """The sentences of one line, in order ("Mr. Smith" may split: the rule is kept simple and predictable)."""
+    return [part for part in SENTENCE_BREAK.split(line) if part]
+
 
 @dataclass
 class CorpusStats:
@@ -84,9 +93,13 @@ def expand_corpus(paths: Sequence[str]) -> list[str]:
 
 
 def iter_lines(
-    paths: Sequence[str], errors: EncodingErrors = EncodingErrors.STRICT, stats: CorpusStats | None = None
+    paths: Sequence[str],
+    errors: EncodingErrors = EncodingErrors.STRICT,
+    stats: CorpusStats | None = None,
+    sentences: bool = False,
 ) -> Iterator[str]:
     """Yield every line of every file (folders: their .txt/.gz files), stripped, empty lines skipped; ``-``: stdin.
+    With ``sentences``, each line's sentences instead (:func:`split_sentences`), counted as lines.
 
     Files are streamed, never held whole. Raises ConfigError naming file and line for bytes that
     are not UTF-8 (unless ``errors`` is ``replace``) and for a corpus with no text at all.
@@ -115,9 +128,10 @@ def iter_lines(
                 if not text:
                     stats.empty_lines += 1
                     continue
-                stats.lines += 1
-                total += 1
-                yield text
+                parts = split_sentences(text) if sentences else [text]
+                stats.lines += len(parts)
+                total += len(parts)
+                yield from parts
         except (OSError, EOFError, zlib.error) as err:
             raise ConfigError(
                 f"cannot read corpus file {name}: {err or type(err).__name__}; is it damaged or truncated?"

@@ -207,7 +207,7 @@ def _spool_stdin(directory: Path) -> str:
 
 
 def _lines(plan: Plan, desc: str | None, stats: CorpusStats | None) -> Any:
-    lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats)
+    lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats, plan.config.split_sentences)
     return lines if desc is None else track(lines, desc, "lines", disable=not plan.config.progress)
 
 

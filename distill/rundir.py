@@ -77,6 +77,11 @@ def pieces_name(layer: int) -> str:
     return f"layer{int(layer)}.pieces.npz"
 
 
+def tuned_pieces_name(set_name: str) -> str:
+    """The pieces of a tuned set (``distill tune`` of a run with piece vectors), trained with its words."""
+    return f"{set_name}.pieces.npz"
+
+
 def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> Path:
     """``word<TAB>count`` per line, most frequent first: the run's vocabulary, for baselines trained on it."""
     with atomic_path(path) as tmp:

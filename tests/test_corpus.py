@@ -23,6 +23,20 @@ def test_lines_from_plain_and_gzip_files_skip_blank_lines(tmp_path):
     assert len(stats.files[0]["sha256"]) == 64
 
 
+def test_split_sentences_reads_each_sentence_of_a_line_as_a_line(tmp_path):
+    corpus = tmp_path / "paragraphs.txt"
+    corpus.write_text('He said "Go." Then he left! Did he? yes.\nIt cost 3.5 dollars. (See above.)\n')
+    stats = CorpusStats()
+    assert list(iter_lines([str(corpus)], stats=stats, sentences=True)) == [
+        'He said "Go."',
+        "Then he left!",
+        "Did he? yes.",
+        "It cost 3.5 dollars.",
+        "(See above.)",
+    ]
+    assert stats.lines == 5 and list(iter_lines([str(corpus)]))[1] == "It cost 3.5 dollars. (See above.)"
+
+
 def test_empty_corpus_is_an_error(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n")

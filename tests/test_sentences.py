@@ -24,8 +24,9 @@ from distill.serve.weighting import (
     usif_weights,
     zipf_weights,
 )
+from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
-from distill.tune.train import TuneOptions, tune, tune_run
+from distill.tune.train import tune, tune_run
 from distill.vectors.keyed import to_keyed_vectors
 
 from .conftest import TINY_CORPUS
@@ -119,9 +120,36 @@ def test_tuning_brings_sentence_means_toward_the_teacher(teacher_run):
     np.testing.assert_array_equal(distill.load(teacher_run.out, vector_set=name).vectors, kv.vectors)
 
 
+def test_tuning_trains_the_exports_whole_table_and_blend_scales_the_change(tiny_bert_dir, tmp_path):
+    from model2vec import StaticModel
+
+    from distill.serve.pieces import SetFallback
+
+    # words seen under 15 times are out of the vocabulary: the export reads them as pieces, tuned with the words
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      best=True, teacher=True, min_count=15, max_occurrences=50, progress=False)  # fmt: skip
+    start = distill.load(run.out, vector_set=run.manifest["best"])
+    counts = RunDir(run.out).counts(start.index_to_key)
+    prepared = apply_recipe(start.vectors, counts, SentenceRecipe(Weighting.SIF), 1.0)
+    name, kept, _ = tune_run(run.out, options=TuneOptions(epochs=2, batch_size=16, blend=0.0))
+    np.testing.assert_allclose(kept.vectors, prepared, atol=1e-6)  # blend 0: the start, SIF baked in
+    untrained = SetFallback.open(run.out, name).piece_vectors().vectors
+    name, kv, _ = tune_run(run.out, options=TuneOptions(epochs=2, batch_size=16, blend=1.0))
+    assert f"{name}.pieces.npz" in json.loads((run.out / "manifest.json").read_text())["files"]
+    tuned = SetFallback.open(run.out, name).piece_vectors()
+    assert tuned.scaled and np.abs(tuned.vectors - untrained).max() > 1e-3  # the pieces were trained too
+    [(path, _)] = export_run(run.out, vector_set=name, formats=[Format.MODEL2VEC], out=tmp_path / "m")
+    model = StaticModel.from_pretrained(str(path))
+    vocab = model.tokenizer.get_vocab()
+    np.testing.assert_allclose(model.embedding[: len(kv.index_to_key)], kv.vectors, atol=1e-6)
+    pieces = [t for t, row in vocab.items() if len(kv.index_to_key) <= row < len(vocab) - 1]
+    ids = tuned.tokenizer.convert_tokens_to_ids(pieces)
+    np.testing.assert_allclose(model.embedding[[vocab[t] for t in pieces]], tuned.vectors[ids], atol=1e-6)
+
+
 def test_tune_refuses_a_teacher_of_another_width(rng):
     with pytest.raises(ConfigError, match="teacher's embeddings have 4 dimensions, the vectors 3"):
-        tune(rng.standard_normal((2, 3)).astype(np.float32), ["a", "b"], ["a b"] * 30, np.ones((30, 4)), True)
+        tune(rng.standard_normal((2, 3)).astype(np.float32), [np.array([0, 1])] * 30, np.ones((30, 4)))
 
 
 def test_export_bakes_sif_weights_in_unless_the_set_is_tuned(teacher_run, tmp_path):

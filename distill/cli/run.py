@@ -16,6 +16,7 @@ from distill.derive import DerivePooling
 from distill.derive.postprocess import Combine
 from distill.serve.compress import DType as ExportDType
 from distill.serve.compress import Scale
+from distill.tune.options import TuneOptions
 from distill.vectors.faiss_index import IndexKind
 
 
@@ -172,16 +173,19 @@ def tune(
     epochs: Annotated[int, typer.Option(min=1, help="At most this many passes over the sentences.")] = 30,
     learning_rate: Annotated[float, typer.Option(help="Adam's step size.")] = 1e-3,
     batch_size: Annotated[int, typer.Option(min=1, help="Sentences per step.")] = 256,
+    blend: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of the trained change kept (1: the trained vectors).")
+    ] = TuneOptions.blend,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the held-out split and the order.")] = 0,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Train a set toward the teacher: each sentence's mean word vector should point where the teacher's
     embedding of it points. Writes the set SET.tuned into the run (export it like any other set)."""
-    from distill.tune.train import TuneOptions, tune_run
+    from distill.tune.train import tune_run
 
     setup_logging(verbose, progress)
-    options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, seed=seed)
+    options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed)
     with user_errors():
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
     best = result.history[result.best_epoch]
@@ -214,7 +218,8 @@ def model(
     setup_logging(verbose, progress)
     with user_errors():
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
-                             best=True, teacher=True, model_words=True, progress=progress)  # fmt: skip
+                             best=True, teacher=True, model_words=True, split_sentences=True,
+                             progress=progress)  # fmt: skip
         folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress)
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

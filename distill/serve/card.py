@@ -87,7 +87,8 @@ def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceSco
 def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Path], list[str]]:
     """Tune (if ``tune_epochs``) and keep the tuned set only where it helps (a higher STS mean on the dev years,
     2012-2014); export both folders, score them, write the card; returns the folders and a summary."""
-    from distill.tune.train import TuneOptions, tune_run
+    from distill.tune.options import TuneOptions
+    from distill.tune.train import tune_run
 
     run = RunDir(result.out)
     best = result.manifest["best"]

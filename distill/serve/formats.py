@@ -66,8 +66,8 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
 def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
     """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
     plus the model's alphabetic pieces, so a known word is one token (its static vector) and any other word
-    splits into pieces (their static vectors scaled to the words' median norm; zero for a piece never seen,
-    which then adds nothing to the direction). None for other tokenizers."""
+    splits into pieces (their static vectors scaled to the words' median norm unless tuned with them; zero for
+    a piece never seen, which then adds nothing to the direction). None for other tokenizers."""
     from tokenizers import Tokenizer
 
     spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
@@ -79,8 +79,9 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     # in the word-level export; unseen pieces keep zero vectors
     extra = [t for t in spec["model"]["vocab"] if t not in vocab and t.removeprefix(prefix).isalpha()]
     piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
-    norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
-    piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
+    if not pieces.scaled:  # tuned pieces keep the norms they were trained to
+        norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
+        piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
     for t in [*extra, UNK]:
         vocab[t] = len(vocab)
     spec["model"]["vocab"] = vocab

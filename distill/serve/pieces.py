@@ -19,7 +19,7 @@ import torch
 from distill.derive.postprocess import combine
 from distill.errors import ConfigError
 from distill.files import atomic_path
-from distill.rundir import SET_LAYER, RunDir, pieces_name
+from distill.rundir import SET_LAYER, RunDir, pieces_name, tuned_pieces_name
 
 
 @dataclass
@@ -87,6 +87,7 @@ class PieceVectors:
     vectors: np.ndarray  # (n_pieces, d)
     counts: np.ndarray  # (n_pieces,)
     lowercase: bool = False
+    scaled: bool = False  # already at their set's scale (tuned with it): exports keep their norms
 
     @classmethod
     def open(cls, run_dir: str | Path, layer: int) -> PieceVectors | None:
@@ -97,8 +98,13 @@ class PieceVectors:
     @classmethod
     def open_layers(cls, run_dir: str | Path, layers: Sequence[int]) -> list[PieceVectors] | None:
         """The run's piece vectors of each of ``layers`` (one tokenizer for all); None if one is missing."""
+        return cls.open_files(run_dir, [pieces_name(layer) for layer in layers])
+
+    @classmethod
+    def open_files(cls, run_dir: str | Path, names: Sequence[str]) -> list[PieceVectors] | None:
+        """The piece vectors in the run's files ``names`` (one tokenizer for all); None if one is missing."""
         run = RunDir(run_dir)
-        paths = [run.path / pieces_name(layer) for layer in layers]
+        paths = [run.path / name for name in names]
         if not all(path.is_file() for path in paths):
             return None
         from transformers import AutoTokenizer
@@ -117,7 +123,8 @@ class PieceVectors:
         found = []
         for path in paths:
             data = np.load(path)
-            found.append(cls(tokenizer, data["vectors"], data["counts"], lowercase))
+            scaled = bool(data["scaled"]) if "scaled" in data.files else False
+            found.append(cls(tokenizer, data["vectors"], data["counts"], lowercase, scaled))
         return found
 
     def pieces(self, word: str) -> list[int]:
@@ -148,8 +155,9 @@ class SetFallback:
         removed, whitened). A tuned set falls back as the set it was tuned from."""
         manifest = RunDir(run_dir).manifest()
         recipe = (manifest.get("derived") or {}).get(set_name)
-        if recipe is not None and "tuned_from" in recipe:  # tuned from a set: its pieces start where it started
-            return cls.open(run_dir, str(recipe["tuned_from"]))
+        if recipe is not None and "tuned_from" in recipe:  # its own tuned pieces, else those it started from
+            tuned = PieceVectors.open_files(run_dir, [tuned_pieces_name(set_name)])
+            return cls(tuned) if tuned else cls.open(run_dir, str(recipe["tuned_from"]))
         if recipe is None:
             match = SET_LAYER.match(set_name)
             if match is None:
@@ -180,3 +188,18 @@ class SetFallback:
             return None
         vector = parts[0] if self.combine is None else combine([p[None, :] for p in parts], self.combine)[0]
         return vector if np.any(vector) else None
+
+
+def write_tuned_pieces(
+    run_dir: Path, set_name: str, pieces: PieceVectors, tokenizer: Any, rows: np.ndarray, n_words: int
+) -> Path:
+    """Save the piece rows of a tuned export table (rows past the ``n_words`` words, the unknown row last) by
+    the model's token ids, as :class:`PieceVectors` at their tuned scale; returns the file."""
+    vectors = np.zeros_like(pieces.vectors, dtype=np.float32)
+    for token, row in tokenizer.get_vocab().items():
+        if n_words <= row < len(rows) - 1:
+            vectors[pieces.tokenizer.convert_tokens_to_ids(token)] = rows[row]
+    path = Path(run_dir) / tuned_pieces_name(set_name)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, vectors=vectors, counts=pieces.counts, scaled=np.array(True))
+    return path

@@ -1,16 +1,18 @@
 """``distill tune``: the static model trained toward its teacher.
 
-A sentence is the mean of its words' vectors (a torch ``EmbeddingBag``, exactly what the model2vec and
-sentence-transformers exports compute); the vectors start from a run's set, prepared for sentences (unit,
-SIF-weighted), and are trained so that each corpus sentence's mean points where the teacher's embedding of
-that sentence points (cosine loss; same width, no projection). A seeded tenth of the sentences is held out;
-training stops when their loss stops falling and the best epoch's vectors are kept.
+A sentence is the mean of its tokens' vectors (a torch ``EmbeddingBag``), exactly what the model2vec and
+sentence-transformers exports compute: the table trained is the export's own, our words plus, for a run with
+piece vectors, the alphabetic pieces unknown words split into, tokenized by the export's tokenizer. It starts
+from a run's set prepared for sentences (unit, SIF-weighted) and is trained so that each corpus sentence's
+mean points where the teacher's embedding of that sentence points (cosine loss; same width, no projection).
+A seeded tenth of the sentences is held out; training stops when their loss stops falling, and the tuned table
+is the start moved ``blend`` of the way to the best epoch's.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +20,18 @@ import numpy as np
 import torch
 
 from distill.errors import ConfigError
-from distill.evaluation.sentences import word_splitter
 from distill.files import write_json
 from distill.progress import track
 from distill.rundir import RunDir, words_per_line
+from distill.serve.export import set_pieces
+from distill.serve.formats import token_table
+from distill.serve.pieces import write_tuned_pieces
 from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
+from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TuneOptions:
-    epochs: int = 30
-    learning_rate: float = 1e-3
-    batch_size: int = 256
-    held_out: float = 0.1  # share of sentences for early stopping
-    patience: int = 3  # epochs without a better held-out loss before stopping
-    seed: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -50,12 +42,11 @@ class TuneResult:
     sentences: int = 0
 
 
-def sentence_ids(texts: list[str], words: list[str], lowercase: bool) -> tuple[list[np.ndarray], np.ndarray]:
-    """Each sentence's known word ids, and which sentences have any."""
-    index = {w: i for i, w in enumerate(words)}
-    ids = [
-        np.array([index[w] for w in split if w in index], dtype=np.int64) for split in word_splitter(lowercase)(texts)
-    ]
+def sentence_ids(texts: list[str], tokenizer: Any, unknown: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each sentence's token rows as the export's ``tokenizer`` gives them (``unknown`` left out), and which
+    sentences have any."""
+    encoded = tokenizer.encode_batch(texts, add_special_tokens=False)
+    ids = [np.array([i for i in e.ids if i != unknown], dtype=np.int64) for e in encoded]
     keep = np.array([len(i) > 0 for i in ids], dtype=bool)
     return [i for i, k in zip(ids, keep) if k], keep
 
@@ -81,19 +72,17 @@ def _loss(
 
 def tune(
     vectors: np.ndarray,
-    words: list[str],
-    texts: list[str],
+    ids: list[np.ndarray],
     targets: np.ndarray,
-    lowercase: bool,
     options: TuneOptions = TuneOptions(),
     progress: bool = False,
 ) -> TuneResult:
-    """Train ``vectors`` (n_words, dim) so that sentence means match the teacher's ``targets``."""
+    """Train the rows ``vectors`` (n_rows, dim) so that the mean of each sentence's rows (``ids``) points where
+    the teacher's embedding of it (``targets``, one per sentence) points."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
         )
-    ids, keep = sentence_ids(texts, words, lowercase)
     if len(ids) < 20:
         raise ConfigError(f"only {len(ids)} sentences hold a word of the vocabulary: too few to tune on")
     torch.manual_seed(options.seed)
@@ -101,7 +90,7 @@ def tune(
     order = rng.permutation(len(ids))
     n_held = max(1, int(options.held_out * len(ids)))
     held, train = order[:n_held], order[n_held:]
-    goal = torch.from_numpy(np.ascontiguousarray(targets[keep], dtype=np.float32))
+    goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(vectors.astype(np.float32)), freeze=False, mode="mean")
     optimizer = torch.optim.Adam(bag.parameters(), lr=options.learning_rate)
     held_batches = _batches(ids, held, 4096)
@@ -137,20 +126,27 @@ def tune_run(
     progress: bool = False,
 ) -> tuple[str, Any, TuneResult]:
     """Tune a set of a run (default: its recommended set) toward the teacher embeddings it kept; the tuned
-    vectors are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
-    ``--weighting none``, which ``auto`` chooses for it)."""
+    words are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
+    ``--weighting none``, which ``auto`` chooses for it), its tuned pieces beside it."""
     run = RunDir(run_dir)
     manifest = run.manifest()
     name = run.resolve_set(vector_set)
     kv = run.load(name)
-    counts = run.counts(kv.index_to_key)
+    words = list(kv.index_to_key)
+    counts = run.counts(words)
     texts, targets = read_teacher(run.path)
-    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
-    lowercase = bool(manifest["vocabulary"]["lowercase"])
-    result = tune(start, list(kv.index_to_key), texts, targets, lowercase, options, progress)
+    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest)).astype(np.float32)
+    pieces = set_pieces(run.path, name)
+    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), pieces)
+    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
+    result = tune(rows, ids, targets[keep], options, progress)
+    result.vectors = rows + np.float32(options.blend) * (result.vectors - rows)
     tuned_name = f"{name}.tuned"
-    tuned = to_keyed_vectors(list(kv.index_to_key), result.vectors, counts)
+    tuned = to_keyed_vectors(words, result.vectors[: len(words)], counts)
     run.write_set(tuned_name, tuned)
+    files = run.set_files(tuned_name)
+    if pieces is not None and len(rows) > len(words) + 1:
+        files.append(write_tuned_pieces(run.path, tuned_name, pieces, tokenizer, result.vectors, len(words)).name)
     manifest.setdefault("derived", {})[tuned_name] = {
         "tuned_from": name,
         "sentence_ready": True,
@@ -160,6 +156,6 @@ def tune_run(
         "best_epoch": result.best_epoch,
         "history": result.history,
     }
-    manifest["files"] += [f for f in run.set_files(tuned_name) if f not in manifest["files"]]
+    manifest["files"] += [f for f in files if f not in manifest["files"]]
     write_json(manifest, run.manifest_path)
     return tuned_name, tuned, result
