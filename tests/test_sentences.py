@@ -147,6 +147,16 @@ def test_tuning_trains_the_exports_whole_table_and_blend_scales_the_change(tiny_
     np.testing.assert_allclose(model.embedding[[vocab[t] for t in pieces]], tuned.vectors[ids], atol=1e-6)
 
 
+def test_split_sentences_gives_the_teacher_single_sentences_of_a_paragraph_corpus(tiny_bert_dir, tmp_path):
+    lines = TINY_CORPUS.read_text().splitlines()
+    paragraphs = tmp_path / "paragraphs.txt"
+    paragraphs.write_text("\n".join(" ".join(lines[i : i + 3]) for i in range(0, len(lines), 3)) + "\n")
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(paragraphs)], out=str(tmp_path / "run"), layers="1",
+                      teacher=True, split_sentences=True, min_count=3, progress=False)  # fmt: skip
+    texts, _ = read_teacher(run.out)
+    assert run.manifest["corpus"]["lines"] == len(lines) and set(texts) <= set(lines) and len(texts) > len(lines) / 2
+
+
 def test_tune_refuses_a_teacher_of_another_width(rng):
     with pytest.raises(ConfigError, match="teacher's embeddings have 4 dimensions, the vectors 3"):
         tune(rng.standard_normal((2, 3)).astype(np.float32), [np.array([0, 1])] * 30, np.ones((30, 4)))

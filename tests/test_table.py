@@ -135,12 +135,14 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     manifest = json.loads((out / "manifest.json").read_text())
     tuned = f"{manifest['best']}.tuned"
     assert manifest["derived"][tuned]["sentence_ready"] and "teacher.npz" in manifest["files"]
+    assert manifest["config"]["split_sentences"]  # the teacher's targets are single sentences
     scores = json.loads((out / "st" / "scores.json").read_text())
     exported = scores["exported"]
     assert exported in (manifest["best"], tuned) and scores["chosen_on"] == "STS 2012-2014"
     assert scores["sts"][0]["label"] == f"{exported} (model2vec export)" and len(scores["sts"]) == 2
     card = (out / "model2vec" / "README.md").read_text()
     assert f"- vectors: set `{exported}`" in card and "## STS 2012-2016" in card and "## Words" in card
+    assert f"{manifest['corpus']['lines']:,} sentences)" in card
     # both loaders give the same sentence vectors: the mean of the exported words' vectors
     m2v, st = StaticModel.from_pretrained(str(out / "model2vec")), SentenceTransformer(str(out / "st"), device="cpu")
     words = " ".join(distill.load(out, vector_set=exported).index_to_key[:3])

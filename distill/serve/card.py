@@ -48,13 +48,14 @@ def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceSco
         "",
         f"- teacher: `{manifest['model']['source']}` ({manifest['model']['n_layers']} layers, "
         f"{manifest['model']['hidden_size']} dimensions)",
-        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} lines)",
+        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} "
+        + ("sentences)" if manifest["config"].get("split_sentences") else "lines)"),
         f"- vocabulary: {manifest['vocabulary']['size']:,} words ({casing})",
         f"- vectors: set `{exported}`"
         + (
             f", tuned from `{derived['tuned_from']}` toward the teacher's sentence "
             f"embeddings of {derived['sentences']:,} corpus sentences "
-            f"(best epoch {derived['best_epoch']})"
+            f"(best epoch {derived['best_epoch']}, {derived['options'].get('blend', 1):g} of the change kept)"
             if derived.get("tuned_from")
             else ""
         ),

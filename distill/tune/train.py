@@ -118,6 +118,40 @@ def tune(
     return result
 
 
+@dataclass
+class TunedTable:
+    """A set's export table before and after training (blend 1), with what it was built from."""
+
+    name: str
+    words: list[str]
+    counts: np.ndarray | None
+    pieces: Any  # the set's PieceVectors, or None
+    tokenizer: Any
+    start: np.ndarray  # (n_rows, dim): words, pieces, the unknown row last
+    result: TuneResult
+
+    def blended(self, blend: float) -> np.ndarray:
+        """The start moved ``blend`` of the way to the trained table."""
+        return self.start + np.float32(blend) * (self.result.vectors - self.start)
+
+
+def train_table(
+    run: RunDir, name: str, recipe: SentenceRecipe, options: TuneOptions, progress: bool = False
+) -> TunedTable:
+    """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept."""
+    manifest = run.manifest()
+    kv = run.load(name)
+    words = list(kv.index_to_key)
+    counts = run.counts(words)
+    texts, targets = read_teacher(run.path)
+    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest)).astype(np.float32)
+    pieces = set_pieces(run.path, name)
+    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), pieces)
+    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
+    result = tune(rows, ids, targets[keep], options, progress)
+    return TunedTable(name, words, counts, pieces, tokenizer, rows, result)
+
+
 def tune_run(
     run_dir: str | Path,
     vector_set: str | None = None,
@@ -129,33 +163,24 @@ def tune_run(
     words are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
     ``--weighting none``, which ``auto`` chooses for it), its tuned pieces beside it."""
     run = RunDir(run_dir)
-    manifest = run.manifest()
-    name = run.resolve_set(vector_set)
-    kv = run.load(name)
-    words = list(kv.index_to_key)
-    counts = run.counts(words)
-    texts, targets = read_teacher(run.path)
-    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest)).astype(np.float32)
-    pieces = set_pieces(run.path, name)
-    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), pieces)
-    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
-    result = tune(rows, ids, targets[keep], options, progress)
-    result.vectors = rows + np.float32(options.blend) * (result.vectors - rows)
-    tuned_name = f"{name}.tuned"
-    tuned = to_keyed_vectors(words, result.vectors[: len(words)], counts)
+    table = train_table(run, run.resolve_set(vector_set), recipe, options, progress)
+    rows, words = table.blended(options.blend), table.words
+    tuned_name = f"{table.name}.tuned"
+    tuned = to_keyed_vectors(words, rows[: len(words)], table.counts)
     run.write_set(tuned_name, tuned)
     files = run.set_files(tuned_name)
-    if pieces is not None and len(rows) > len(words) + 1:
-        files.append(write_tuned_pieces(run.path, tuned_name, pieces, tokenizer, result.vectors, len(words)).name)
+    if table.pieces is not None and len(rows) > len(words) + 1:
+        files.append(write_tuned_pieces(run.path, tuned_name, table.pieces, table.tokenizer, rows, len(words)).name)
+    manifest = run.manifest()
     manifest.setdefault("derived", {})[tuned_name] = {
-        "tuned_from": name,
+        "tuned_from": table.name,
         "sentence_ready": True,
         "recipe": recipe.to_json(),
         "options": options.to_json(),
-        "sentences": result.sentences,
-        "best_epoch": result.best_epoch,
-        "history": result.history,
+        "sentences": table.result.sentences,
+        "best_epoch": table.result.best_epoch,
+        "history": table.result.history,
     }
     manifest["files"] += [f for f in files if f not in manifest["files"]]
     write_json(manifest, run.manifest_path)
-    return tuned_name, tuned, result
+    return tuned_name, tuned, table.result
