@@ -102,6 +102,9 @@ class _Mapped:
         v = self.fallback.vector(word)
         return None if v is None else self.transform(v / np.linalg.norm(v))
 
+    def vectors(self, words):
+        return [self.vector(word) for word in words]
+
 
 def remove_top_scores(kv, fallback: SetFallback, data: dict, d: int, sample: int = 20_000) -> dict[str, float]:
     """Scores under pieces after centring on the set's mean and removing its top ``d`` directions (fitted on a

@@ -257,10 +257,74 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
     a, b, c = kv.index_to_key[:3]
     data = SimilarityDataset("toy", ((a, b), (a, "kingqqq"), (b, "kingqqq"), (c, a)), (1.0, 3.0, 2.0, 4.0))
     options = EvalOptions(oov=(Oov.STANDARD, Oov.PAPER, Oov.PIECES))
-    standard, _, pieces = score_vectors(kv, options, {"toy": data}, fallback)
+    standard, _, pieces = score_vectors(kv, options, {"toy": data}, {Oov.PIECES: fallback})
     assert (standard.n_covered, pieces.n_covered, pieces.oov) == (2, 4, "pieces")
     vec = {w: kv[w] / np.linalg.norm(kv[w]) for w in (a, b, c)}
     vec["kingqqq"] = fallback.vector("kingqqq") / np.linalg.norm(fallback.vector("kingqqq"))
     cosines = [float(vec[x] @ vec[y]) for x, y in data.pairs]
     assert pieces.score == pytest.approx(spearmanr(cosines, data.scores).statistic, abs=1e-9)
     assert np.isnan(score_vectors(kv, options, {"toy": data})[2].score)  # no fallback: not scored
+
+
+def _read_alone(model_dir, word: str, layers: list[int]) -> list[np.ndarray]:
+    """The word's state in each layer when the model reads ``[CLS] word [SEP]``, its pieces averaged."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir)
+    with torch.no_grad():
+        states = model(**tokenizer(word, return_tensors="pt"), output_hidden_states=True).hidden_states
+    return [states[layer][0, 1:-1].mean(dim=0).numpy() for layer in layers]
+
+
+def test_oov_alone_reads_a_word_the_run_lacks_with_the_runs_own_model(pieces_run, tiny_bert_dir):
+    kv = distill.load(pieces_run, layer=1, pooling="mean", oov="alone")
+    assert "kingqqq" not in kv and [kv.source(w) for w in ("king", "kingqqq")] == ["vocabulary", "alone"]
+    (alone,) = _read_alone(tiny_bert_dir, "kingqqq", [1])  # three pieces, averaged
+    np.testing.assert_allclose(kv.get_vector("kingqqq", norm=True), alone / np.linalg.norm(alone), atol=1e-5)
+    mean_norm = np.linalg.norm(kv.vectors, axis=1).mean()
+    assert np.linalg.norm(kv["qqqzzz"]) == pytest.approx(mean_norm, rel=1e-5)  # no piece seen: still read
+    assert not np.allclose(kv.get_vector("kingqqq", norm=True), distill.load(pieces_run, layer=1, pooling="mean")
+                           .get_vector("kingqqq", norm=True), atol=1e-3)  # fmt: skip
+    with pytest.raises(ConfigError, match="unknown OOV fallback"):
+        distill.load(pieces_run, oov="guess")
+
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "neighbors", str(pieces_run), "kingqqq", "-k", "2", "--pooling", "mean",
+         "--oov", "alone"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("kingqqq (read alone by the model): ")
+
+
+def test_alone_vectors_of_a_derived_set_combine_its_layers_and_score_every_pair(tiny_bert_dir, tmp_path):
+    from scipy.stats import spearmanr
+
+    from distill.derive.recipe import Recipe, derive
+    from distill.evaluation.datasets import SimilarityDataset
+    from distill.evaluation.metrics import Oov
+    from distill.evaluation.report import EvalOptions, run_fallback, score_vectors
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"),
+                      layers="1,2", pooling="mean", pieces=False, min_count=3, progress=False)  # fmt: skip
+    best, kv = derive(run.out, Recipe(layers="1-2", pooling="mean"))
+    fallback = run_fallback(run.out / f"{best}.txt", Oov.ALONE)
+    assert fallback.source == "alone" and fallback.layers == [1, 2]
+    per_layer = _read_alone(tiny_bert_dir, "queenly", [1, 2])
+    expected = np.mean([v / np.linalg.norm(v) for v in per_layer], axis=0)
+    np.testing.assert_allclose(fallback.vector("Queenly"), expected, atol=1e-5)  # the run's case folding
+
+    a, b, c = kv.index_to_key[:3]
+    data = SimilarityDataset("toy", ((a, b), (a, "queenly"), (b, "queenly"), (c, a)), (1.0, 3.0, 2.0, 4.0))
+    options = EvalOptions(oov=(Oov.STANDARD, Oov.PIECES, Oov.ALONE))
+    standard, pieces, alone = score_vectors(kv, options, {"toy": data}, {Oov.ALONE: fallback})
+    assert (standard.n_covered, alone.n_covered, alone.oov) == (2, 4, "alone")
+    assert np.isnan(pieces.score)  # a run without piece vectors has no pieces fallback
+    vec = {w: kv[w] / np.linalg.norm(kv[w]) for w in (a, b, c)}
+    vec["queenly"] = expected / np.linalg.norm(expected)
+    cosines = [float(vec[x] @ vec[y]) for x, y in data.pairs]
+    assert alone.score == pytest.approx(spearmanr(cosines, data.scores).statistic, abs=1e-6)

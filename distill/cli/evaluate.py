@@ -61,7 +61,9 @@ OovOpt = Annotated[
     typer.Option(
         help="OOV policies: standard (skip items with a missing word, show coverage), paper "
         "(a missing word gets the mean vector, as Ethayarajh 2019), pieces (a missing word gets the mean of its "
-        "pieces' vectors from a run made with --pieces; analogies not scored), or several: standard,pieces."
+        "pieces' vectors from a run made with --pieces; analogies not scored), alone (a missing word is read alone "
+        "by the run's model, in the set's layers: needs the model; analogies not scored), or several: "
+        "standard,pieces."
     ),
 ]
 MethodOpt = Annotated[str, typer.Option(help="Analogy scoring: 3cosadd, 3cosmul, or both.")]

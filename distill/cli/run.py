@@ -30,6 +30,15 @@ class WeightingChoice(str, enum.Enum):
     ZIPF = "zipf"
 
 
+class Fallback(str, enum.Enum):
+    """--oov of distill neighbors: where a word outside the vocabulary gets its vector."""
+
+    PIECES = "pieces"
+    ALONE = "alone"
+
+
+SOURCE_NOTE = {"pieces": " (from its pieces)", "alone": " (read alone by the model)"}
+
 SetOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -66,18 +75,26 @@ def neighbors(
         IndexKind,
         typer.Option(help="FAISS index: flat (exact), hnsw (graph) or ivfpq (compressed); built once, kept beside."),
     ] = IndexKind.FLAT,
+    oov: Annotated[
+        Fallback,
+        typer.Option(
+            help="A run folder's words outside the vocabulary: pieces (the mean of their pieces' vectors) "
+            "or alone (the run's model reads the word alone; loads the model)."
+        ),
+    ] = Fallback.PIECES,
 ) -> None:
     """Nearest neighbours by cosine similarity, searched in a FAISS index."""
     from distill.serve.search import Searcher
 
     with user_errors():
-        searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set)
-    for word, hits in zip(words, searcher.neighbors(words, k)):
+        searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set, oov.value)
+        found = searcher.neighbors(words, k)
+    for word, hits in zip(words, found):
         if hits is None:
-            hint = "" if searcher.pieces is not None else " (distill run --pieces gives OOV words a vector)"
+            hint = "" if searcher.fallback is not None else " (distill run --pieces gives OOV words a vector)"
             typer.echo(f"{word}: not in the vocabulary{hint}", err=True)
             continue
-        source = " (from its pieces)" if searcher.vector(word)[1] == "pieces" else ""
+        source = SOURCE_NOTE.get(searcher.vector(word)[1], "")
         typer.echo(f"{word}{source}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
 
 

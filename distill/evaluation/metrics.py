@@ -1,10 +1,11 @@
 """Scores of static vectors on benchmarks, with coverage beside every score.
 
-Three out-of-vocabulary policies (``Oov``): ``standard`` scores only the items whose words all have
+Four out-of-vocabulary policies (``Oov``): ``standard`` scores only the items whose words all have
 vectors (as gensim's evaluators do) and reports that coverage; ``paper`` gives a missing word the mean
 vector of the vocabulary and scores every item, as the `web` package and Ethayarajh (2019) do; ``pieces``
 gives a missing word the run's own fallback (its pieces' vectors, ``--pieces``) and the mean vector only
-when none of its pieces was seen (see :mod:`distill.evaluation.report`).
+when none of its pieces was seen; ``alone`` gives it the run's model reading the word alone (see
+:mod:`distill.evaluation.report`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ class Oov(str, Enum):
     STANDARD = "standard"  # skip items with a missing word; coverage reported
     PAPER = "paper"  # a missing word gets the mean vector; every item scored
     PIECES = "pieces"  # a missing word gets the run's fallback (its pieces' vectors); every item scored
+    ALONE = "alone"  # a missing word gets the run's model reading it alone; every item scored
+
+    @property
+    def fallback(self) -> bool:
+        """Whether the policy gives missing words a vector of the run's own (a run folder's sets only)."""
+        return self in (Oov.PIECES, Oov.ALONE)
 
 
 class AnalogyMethod(str, Enum):

@@ -100,12 +100,12 @@ def restrict(kv: Any, words: Iterable[str]) -> Any:
 
 
 def with_fallback(kv: Any, words: Iterable[str], fallback: Any, lowercase: bool) -> Any:
-    """``kv`` plus a vector for each of ``words`` it lacks that ``fallback.vector(word)`` gives (the run's
-    pieces), appended after its own words."""
+    """``kv`` plus a vector for each of ``words`` it lacks that ``fallback.vectors(words)`` gives (the run's
+    pieces, or its model reading them alone), appended after its own words."""
     fold = str.lower if lowercase else str
     known = set(kv.index_to_key)
     missing = sorted({fold(w) for w in words} - known)
-    extra = [(w, v) for w in missing if (v := fallback.vector(w)) is not None]
+    extra = [(w, v) for w, v in zip(missing, fallback.vectors(missing)) if v is not None]
     if not extra:
         return kv
     vectors = np.vstack([kv.vectors, l2_normalize(np.array([v for _, v in extra], dtype=np.float32))
@@ -137,21 +137,23 @@ def _score_one(kv: Any, data: Any, oov: Oov, options: EvalOptions, lowercase: bo
 
 
 def score_vectors(
-    kv: Any, options: EvalOptions, datasets: dict[str, Any] | None = None, fallback: Any = None
+    kv: Any, options: EvalOptions, datasets: dict[str, Any] | None = None, fallbacks: dict[Oov, Any] | None = None
 ) -> list[Score]:
     """Every benchmark of ``options`` under every OOV policy (and analogy method).
 
-    ``pieces`` scores the words ``kv`` lacks with ``fallback`` (a run's ``SetFallback``) and the rest as
-    ``paper``; coverage is then of words with a vector of either kind. Analogies are not scored under
-    ``pieces`` (their answers are searched in a vocabulary, which benchmark words must not extend), nor is
-    anything without a fallback."""
+    ``pieces`` and ``alone`` score the words ``kv`` lacks with their fallback in ``fallbacks`` (a run's
+    ``SetFallback`` or ``AloneFallback``) and the rest as ``paper``; coverage is then of words with a vector
+    of either kind. Analogies are not scored under them (their answers are searched in a vocabulary, which
+    benchmark words must not extend), nor is anything without a fallback."""
+    fallbacks = fallbacks or {}
     datasets = datasets if datasets is not None else {n: load_benchmark(n) for n in options.benchmarks}
     lowercase = is_lowercase_vocabulary(kv) if options.lowercase is None else options.lowercase
     scores: list[Score] = []
     for name, data in datasets.items():
         for oov in options.oov:
             target, policy = kv, oov
-            if oov is Oov.PIECES:
+            if oov.fallback:
+                fallback = fallbacks.get(oov)
                 if fallback is None or isinstance(data, AnalogyDataset):
                     scores.append(Score(name, "none", math.nan, 0, 0, oov.value))
                     continue
@@ -165,12 +167,13 @@ def score_vectors(
     return scores
 
 
-def run_fallback(path: str | Path) -> Any:
-    """The ``pieces`` fallback of a vector file in a run folder made with ``--pieces``, else None."""
+def run_fallback(path: str | Path, oov: Oov = Oov.PIECES) -> Any:
+    """The ``pieces`` or ``alone`` fallback of a vector file in a run folder, else None (a file outside a run,
+    a run without piece vectors, a set the fallback cannot follow)."""
     path = Path(path)
     if not (path.parent / MANIFEST).is_file():
         return None
-    return open_fallback(path.parent, path.name.removesuffix(".gz").rsplit(".", 1)[0])
+    return open_fallback(path.parent, path.name.removesuffix(".gz").rsplit(".", 1)[0], oov.value)
 
 
 def evaluate_rows(
@@ -188,8 +191,8 @@ def evaluate_rows(
     for vec, is_baseline in track(todo, "evaluating", "set", len(todo), not progress):
         kv = restrict(vec.kv, vocab) if vocab is not None else vec.kv
         meta = dict(vec.meta, evaluated_vocab_size=len(kv.index_to_key))
-        fallback = run_fallback(vec.path) if Oov.PIECES in options.oov else None
-        rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets, fallback)))
+        fallbacks = {oov: run_fallback(vec.path, oov) for oov in options.oov if oov.fallback}
+        rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets, fallbacks)))
     return rows
 
 
@@ -219,8 +222,9 @@ def markdown(
         "- `standard`: items with a missing word are skipped. "
         "`paper`: a missing word gets the mean vector (Ethayarajh 2019), every item scored. "
         "`pieces`: a missing word gets the mean of its pieces' vectors from the run (the mean vector if none "
-        "was seen), every item scored; analogies not scored. (n) = items whose words all have a vector (from "
-        "the vocabulary, or under `pieces` from their pieces).",
+        "was seen), every item scored; analogies not scored. `alone`: a missing word gets the run's model reading "
+        "it alone, in the set's layers; analogies not scored. (n) = items whose words all have a vector (from "
+        "the vocabulary, or from the fallback).",
         "",
     ]
     totals = {(b, s): next((x.n_total for r in rows if (x := r.get(b, s)) and x.n_total), 0) for b, s, _ in columns}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -140,6 +140,18 @@ class PieceVectors:
         return self.vectors[seen].mean(axis=0) if seen else None
 
 
+def set_layers(manifest: dict[str, Any], set_name: str) -> tuple[list[int], str | None] | None:
+    """The layers a set of a run comes from and how it combines them (None: a layer set of its own); None
+    for a set single vectors cannot follow (top directions removed, whitened, tuned)."""
+    recipe = (manifest.get("derived") or {}).get(set_name)
+    if recipe is None:
+        match = SET_LAYER.match(set_name)
+        return None if match is None else ([int(match.group(1))], None)
+    if recipe.get("remove_top") is not None or recipe.get("whiten") or "tuned_from" in recipe:
+        return None
+    return list(recipe["layers"]), str(recipe.get("combine", "mean"))
+
+
 @dataclass
 class SetFallback:
     """A vector for any word a set lacks, in the set's space: the mean of the word's pieces' vectors in each
@@ -147,6 +159,7 @@ class SetFallback:
 
     layers: list[PieceVectors]
     combine: str | None = None  # None: a layer set; else how a derived set combines its layers
+    source: ClassVar[str] = "pieces"  # what a vector from this fallback is called
 
     @classmethod
     def open(cls, run_dir: str | Path, set_name: str) -> SetFallback | None:
@@ -158,17 +171,12 @@ class SetFallback:
         if recipe is not None and "tuned_from" in recipe:  # its own tuned pieces, else those it started from
             tuned = PieceVectors.open_files(run_dir, [tuned_pieces_name(set_name)])
             return cls(tuned) if tuned else cls.open(run_dir, str(recipe["tuned_from"]))
-        if recipe is None:
-            match = SET_LAYER.match(set_name)
-            if match is None:
-                return None
-            layers, combine = [int(match.group(1))], None
-        elif recipe.get("remove_top") is not None or recipe.get("whiten"):
+        found_layers = set_layers(manifest, set_name)
+        if found_layers is None:
             return None
-        else:
-            layers, combine = list(recipe["layers"]), str(recipe.get("combine", "mean"))
+        layers, how = found_layers
         found = PieceVectors.open_layers(run_dir, layers)
-        return cls(found, combine) if found else None
+        return cls(found, how) if found else None
 
     def piece_vectors(self) -> PieceVectors:
         """One vector per piece in the set's space (a layer's own, or the layers' combined): the token
@@ -178,6 +186,10 @@ class SetFallback:
             return first
         table = combine([layer.vectors for layer in self.layers], self.combine)
         return PieceVectors(first.tokenizer, table.astype(np.float32), first.counts, first.lowercase)
+
+    def vectors(self, words: Sequence[str]) -> list[np.ndarray | None]:
+        """Each word's fallback vector (see :meth:`vector`)."""
+        return [self.vector(word) for word in words]
 
     def vector(self, word: str) -> np.ndarray | None:
         """The word's fallback vector; None when none of its pieces was ever seen (or their mean is zero: no

@@ -25,7 +25,7 @@ class Searcher:
     unit: np.ndarray  # (n, d) float32, L2-normalised
     index: Any
     kind: IndexKind = IndexKind.FLAT
-    pieces: Any = None  # pieces.PieceVectors: vectors for words outside the vocabulary
+    fallback: Any = None  # vectors for words outside the vocabulary (pieces.SetFallback, alone.AloneFallback)
 
     def __post_init__(self) -> None:
         self.key_to_index = {w: i for i, w in enumerate(self.words)}
@@ -38,10 +38,12 @@ class Searcher:
         pooling: str | None = None,
         kind: IndexKind | str = IndexKind.FLAT,
         vector_set: str | None = None,
+        oov: str = "pieces",
     ) -> Searcher:
         """Vectors from a run folder (a set by name, or a layer and pooling; by default the recommended set)
         or a vector file; the index is read if it was saved beside them (``<stem>.faiss`` for flat,
-        ``<stem>.<kind>.faiss`` otherwise), else built and saved."""
+        ``<stem>.<kind>.faiss`` otherwise), else built and saved. A run folder's words outside the
+        vocabulary get the ``oov`` fallback (``pieces`` or ``alone``, see :func:`distill.load`)."""
         kind = parse_choices(IndexKind, [kind], "index kind", many=False)[0]
         path = Path(path)
         if path.is_dir():
@@ -60,22 +62,23 @@ class Searcher:
             index = build_faiss_index(kv.vectors, kind)
             if path.is_dir() or path.parent.exists():
                 write_faiss(words, kv.vectors, index_path, kind, index)
-        pieces = open_fallback(path, name) if path.is_dir() else None
-        return cls(words, l2_normalize(kv.vectors), index, kind, pieces)
+        fallback = open_fallback(path, name, oov) if path.is_dir() else None
+        return cls(words, l2_normalize(kv.vectors), index, kind, fallback)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
-        """Unit vector of ``word`` and where it came from: ``vocabulary``, ``pieces`` (OOV) or ``none``."""
+        """Unit vector of ``word`` and where it came from: ``vocabulary``, the fallback's source (``pieces``,
+        ``alone``) or ``none``."""
         i = self.key_to_index.get(word)
         if i is not None:
             return self.unit[i], "vocabulary"
-        v = self.pieces.vector(word) if self.pieces is not None else None
+        v = self.fallback.vector(word) if self.fallback is not None else None
         if v is None:
             return None, "none"
-        return (v / np.linalg.norm(v)).astype(np.float32), "pieces"
+        return (v / np.linalg.norm(v)).astype(np.float32), self.fallback.source
 
     def neighbors(self, queries: Sequence[str], k: int = 10) -> list[list[tuple[str, float]] | None]:
         """The ``k`` nearest other words of each query, best first; None for a word without a vector
-        (an OOV word has one when the run kept piece vectors, see ``distill run --pieces``)."""
+        (an OOV word has one from the run's fallback)."""
         found = [self.vector(q) for q in queries]
         rows = [v for v, _ in found if v is not None]
         out: list[list[tuple[str, float]] | None] = [None] * len(queries)
@@ -94,7 +97,7 @@ class Searcher:
         return out
 
     def similarity(self, a: str, b: str) -> float:
-        """Cosine similarity of two words (OOV words from their pieces; KeyError for a word with no vector)."""
+        """Cosine similarity of two words (OOV words from the fallback; KeyError for a word with no vector)."""
         (va, _), (vb, _) = self.vector(a), self.vector(b)
         if va is None or vb is None:
             raise KeyError(a if va is None else b)

@@ -1,0 +1,71 @@
+"""Vectors for words a set lacks, read alone by the run's own model (``--oov alone``).
+
+The model reads the word by itself, in the set's layers, its pieces averaged and the layers combined as the
+set combines them: the same reading ``--model-words`` gives the model's whole-word tokens at run time, so
+the vector lies in the set's space. It knows more of a word the corpus never had than the mean of its
+pieces' static vectors (``--oov pieces``), and costs loading the model once and one short forward pass per
+word. Exports, which carry no model, use the pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from distill.derive.postprocess import combine
+from distill.encoders import Encoder, load_encoder
+from distill.encoding.alone import encode_alone
+from distill.rundir import RunDir
+from distill.serve.pieces import set_layers
+
+
+@dataclass
+class AloneFallback:
+    """Any word's vector in a set's space, from the run's model reading the word alone."""
+
+    encoder: Encoder
+    layers: list[int]
+    combine: str | None = None  # None: a layer set; else how a derived set combines its layers
+    lowercase: bool = False
+    cache: dict[str, np.ndarray] = field(default_factory=dict)
+    source: ClassVar[str] = "alone"
+
+    @classmethod
+    def open(cls, run_dir: str | Path, set_name: str) -> AloneFallback | None:
+        """The run's model, cut after the set's highest layer, on the best device; None for a set single
+        vectors cannot follow (post-processed, tuned). A model that cannot be loaded is a ``ConfigError``."""
+        manifest = RunDir(run_dir).manifest()
+        found = set_layers(manifest, set_name)
+        if found is None:
+            return None
+        layers, how = found
+        model = manifest["model"]
+        top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
+        encoder = _encoder(model["name"], model["source"], top, model.get("revision"), model.get("gguf_file"),
+                           model.get("dtype", "auto"))  # fmt: skip
+        return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]))
+
+    def vectors(self, words: Sequence[str]) -> list[np.ndarray | None]:
+        """Each word's vector, read in batches (None for an empty word)."""
+        folded = [w.lower() if self.lowercase else w for w in words]
+        todo = sorted({w for w in folded if w.strip() and w not in self.cache})
+        if todo:
+            states = encode_alone(self.encoder, todo, tuple(self.layers))
+            rows = states[0] if self.combine is None else combine(list(states), self.combine)
+            self.cache.update(zip(todo, rows))
+        return [self.cache.get(w) for w in folded]
+
+    def vector(self, word: str) -> np.ndarray | None:
+        """The word's vector (None for an empty word)."""
+        return self.vectors([word])[0]
+
+
+@lru_cache(maxsize=1)
+def _encoder(name: str, source: str, top: int, revision: str | None, gguf_file: str | None, dtype: str) -> Encoder:
+    """The run's model cut after layer ``top``, loaded once for all the sets of a run."""
+    return load_encoder(name, source, (top,), revision=revision, gguf_file=gguf_file, dtype=dtype)
