@@ -1,7 +1,7 @@
 """Full coverage on a finished ``--pieces`` run: every pair scored, with the run's fallback and a rare-word shrinkage.
 
     python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
-                                        [--remove-top 0,1,2,3]
+                                        [--remove-top 0,1,2,3] [--alone 0,0.15,0.25,0.5]
 
 For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
 (covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
@@ -12,7 +12,8 @@ be pulled toward its pieces. Words read alone (``--model-words``, count 0) and w
 their vectors. The shrinkage of a word depends only on the word, so applying it to the scored words alone
 gives the scores of applying it to all. Last, all-but-the-top post-processing (centre on the set's mean,
 remove its top D principal directions) as one affine map applied to the set and to the fallback vectors
-alike, scored under pieces.
+alike, scored under pieces. With ``--alone 0,0.25``: each weight W of the words read alone by the run's
+model (``distill run --alone-weight W``), scored on covered pairs and on every pair under ``alone``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--set", default="best")
     parser.add_argument("--shrink", default="0,1,2,5,10")
     parser.add_argument("--remove-top", default="0,1,2,3")
+    parser.add_argument("--alone", default="", help="weights W of the words read alone, e.g. 0,0.15,0.25,0.5")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set, None, None)
@@ -89,7 +91,33 @@ def main() -> None:
         row = remove_top_scores(kv, fallback, data, d)
         results[f"pieces, remove top {d}"] = row
         print(f"pieces top-{d:<3}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS))
+    if args.alone:
+        results.update(alone_scores(args.run, name, kv, data, [float(x) for x in args.alone.split(",")]))
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
+
+
+def alone_scores(run: str, name: str, kv, data: dict, weights: list[float]) -> dict[str, dict[str, float]]:
+    """Scores with each weight W of the words read alone (``distill run --alone-weight W``: each word's vector
+    unit(v) + W unit(a), a the model's reading of it alone), covered pairs only and every pair under ``alone``
+    (a missing word: unit(a)). Applied to the scored words only: it depends only on the word."""
+    from distill.serve.alone import AloneFallback
+
+    reader = AloneFallback.open(run, name)
+    words = sorted({w.lower() for d in data.values() for w in dataset_words(d)})
+    alone = l2_normalize(reader.matrix(words))
+    known = np.array([w in kv.key_to_index for w in words])
+    own = l2_normalize(np.array([kv[w] if k else np.zeros(kv.vector_size) for w, k in zip(words, known)]))
+    results = {}
+    for w in weights:
+        mixed = np.where(known[:, None], own + w * alone, alone).astype(np.float32)
+        for oov, keep in ((Oov.STANDARD, known), (Oov.PAPER, np.ones_like(known))):
+            target = to_keyed_vectors([x for x, k in zip(words, keep) if k], mixed[keep])
+            row = {b: evaluate_similarity(target, d, oov).score for b, d in data.items()}
+            label = f"alone W={w:g}, {'covered' if oov is Oov.STANDARD else 'every pair'}"
+            results[label] = row
+            print(label.ljust(30), "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
+                  f"mean {100 * np.mean(list(row.values())):.2f}")  # fmt: skip
+    return results
 
 
 class _Mapped:

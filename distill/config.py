@@ -247,6 +247,14 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    alone_weight: float = option(
+        0.0,
+        "With --best: add W times each word's reading alone by the model (its unit vector, in the set's layers) "
+        "to its unit corpus vector in the recommended set, named layers4-6.mean.aloneW. Words the corpus lacks, "
+        "read alone (--oov alone), then lie where the set's words lie. 0: off.",
+        OUTPUT,
+        Effect.FILES,
+    )
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
@@ -404,6 +412,8 @@ def _check_numbers(config: RunConfig) -> None:
         _positive(name, getattr(config, name), allow_none=True)
     if config.seed < 0:
         raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
+    if not 0 <= config.alone_weight <= 100:
+        raise ConfigError(f"--alone-weight must be between 0 (off) and 100, not {config.alone_weight}")
     if config.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0 seconds, got {config.checkpoint_every}")
     if config.max_length is not None and config.max_length < 8:

@@ -41,6 +41,7 @@ from distill.paths import default_corpus, default_gguf, default_out, resolve_mod
 from distill.progress import track
 from distill.reduction import reduce_words
 from distill.rundir import MANIFEST, VOCAB, RunDir, load, set_name, write_vocab
+from distill.serve.alone import AloneFallback
 from distill.serve.pieces import PieceSums
 from distill.tune.teacher import TeacherTargets, teacher_pooling
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
@@ -184,7 +185,7 @@ def plan_run(config: RunConfig) -> Plan:
     layers = asked
     if config.best:
         top = best_layers(n_layers)
-        best = Recipe(layers=f"{top[0]}-{top[-1]}", pooling="mean", combine="mean")
+        best = Recipe(layers=f"{top[0]}-{top[-1]}", pooling="mean", combine="mean", alone=config.alone_weight)
         layers = tuple(sorted(set(asked) | set(top)))
     if config.teacher:  # the teacher's sentence embedding pools the last layer
         layers = tuple(sorted(set(layers) | {n_layers}))
@@ -319,13 +320,19 @@ def reduce_and_write(
     return result
 
 
-def write_best(plan: Plan, reduced: Reduced) -> tuple[str, dict[str, Any]]:
-    """The recommended set, derived from the vectors in memory and written like any set."""
+def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dict[str, Any]]:
+    """The recommended set, derived from the vectors in memory (and the words read alone by ``encoder`` with
+    ``--alone-weight``) and written like any set."""
     assert plan.best is not None
     vectors = reduced.vectors
+
+    def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
+        return AloneFallback(encoder, layers, plan.best.combine.value).matrix(words)
+
     words, x, layers = derived_vectors(
-        plan.best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)]
-    )
+        plan.best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],
+        read_alone,
+    )  # fmt: skip
     name = plan.best.name(layers)
     kv = vectors[name] = to_keyed_vectors(words, x, reduced.counts)
     run = RunDir(plan.out)
@@ -472,7 +479,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         with timings("reduce_and_write"):
             reduced = reduce_and_write(plan, encoder, encoded, vocab, sample)
-            best = write_best(plan, reduced) if plan.best is not None else None
+            best = write_best(plan, encoder, reduced) if plan.best is not None else None
             if pieces is not None:
                 reduced.files += [p.name for p in pieces.write(out)]
             if teacher is not None:

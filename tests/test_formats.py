@@ -328,3 +328,24 @@ def test_alone_vectors_of_a_derived_set_combine_its_layers_and_score_every_pair(
     vec["queenly"] = expected / np.linalg.norm(expected)
     cosines = [float(vec[x] @ vec[y]) for x, y in data.pairs]
     assert alone.score == pytest.approx(spearmanr(cosines, data.scores).statistic, abs=1e-6)
+
+
+def test_alone_weight_adds_each_words_reading_alone_to_the_recommended_set(tiny_bert_dir, tmp_path):
+    from distill.derive.recipe import Recipe, derive
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1-2",
+                      pooling="mean", best=True, alone_weight=0.5, min_count=3, progress=False)  # fmt: skip
+    name, recipe = run.manifest["best"], run.manifest["derived"][run.manifest["best"]]
+    layers = recipe["layers"]
+    assert name == f"layer{layers[-1]}.mean.alone0.5" and recipe["alone"] == 0.5
+    kv = run["best"]
+    span = f"{layers[0]}-{layers[-1]}"
+    _, plain = derive(run.out, Recipe(layers=span, pooling="mean"))  # the same set without the words read alone
+    for word in kv.index_to_key[:3]:
+        per_layer = _read_alone(tiny_bert_dir, word, layers)
+        alone = np.mean([v / np.linalg.norm(v) for v in per_layer], axis=0)
+        expected = plain[word] / np.linalg.norm(plain[word]) + 0.5 * alone / np.linalg.norm(alone)
+        np.testing.assert_allclose(kv[word], expected, atol=1e-5)
+    again_name, again = derive(run.out, Recipe(layers=span, pooling="mean", alone=0.5))  # from the files, later
+    assert again_name == name
+    np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)

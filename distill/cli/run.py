@@ -173,13 +173,21 @@ def derive(
         ),
     ] = None,
     whiten: Annotated[bool, typer.Option(help="PCA-whiten the vocabulary.")] = False,
+    alone: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Add W times each word's reading alone by the run's model (unit, in the same layers) to its unit "
+            "vector (loads the model; see distill run --alone-weight). 0: no model runs.",
+        ),
+    ] = 0.0,
 ) -> None:
-    """Derive a better set from a run's layer files (no model runs): combined layers, pc+mean, all-but-the-top."""
+    """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
     from distill.derive import Recipe
     from distill.derive import derive as derive_set
 
     with user_errors():
-        name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten))
+        name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten, alone))
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 

@@ -26,6 +26,8 @@ from distill.vectors.keyed import to_keyed_vectors
 
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
 SetLoader = Callable[[int, str], Any]
+#: ``read_alone(words, layers)``: each word read alone by the model, the layers combined as a set, (n, d).
+AloneReader = Callable[[list[str], list[int]], np.ndarray]
 
 
 class DerivePooling(str, enum.Enum):
@@ -48,6 +50,7 @@ class Recipe:
     combine: Combine = Combine.MEAN
     remove_top: int | None = None  # None: untouched; 0: centred only; D: all-but-the-top D
     whiten: bool = False
+    alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
 
     def __post_init__(self) -> None:
         for name, kind in (("pooling", DerivePooling), ("combine", Combine)):
@@ -66,6 +69,8 @@ class Recipe:
             parts.append(f"top{self.remove_top}")
         if self.whiten:
             parts.append("white")
+        if self.alone:
+            parts.append(f"alone{self.alone:g}")
         if len(layers) == 1 and len(parts) == 2 and self.pooling is not DerivePooling.PC_MEAN:
             parts.append("unit")  # one layer, untouched: unit vectors, never the run's own layerL.P file
         return ".".join(parts)
@@ -76,8 +81,11 @@ class Recipe:
         return data
 
 
-def derived_vectors(recipe: Recipe, n_layers: int, load_set: SetLoader) -> tuple[list[str], np.ndarray, list[int]]:
-    """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set``."""
+def derived_vectors(
+    recipe: Recipe, n_layers: int, load_set: SetLoader, read_alone: AloneReader | None = None
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set`` (and the words read
+    alone through ``read_alone`` when the recipe adds them)."""
     layers = list(parse_layers(recipe.layers, n_layers))
     parts, words = [], None
     for layer in layers:
@@ -93,6 +101,10 @@ def derived_vectors(recipe: Recipe, n_layers: int, load_set: SetLoader) -> tuple
     if words is None:
         raise ConfigError(f"no layer set for {recipe.layers}")
     x = combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
+    if recipe.alone:
+        if read_alone is None:
+            raise ConfigError("adding the words read alone needs the run's model")
+        x = (unit(x) + recipe.alone * unit(read_alone(words, layers))).astype(np.float32)
     if recipe.remove_top is not None:
         x = remove_top(x, recipe.remove_top)
     if recipe.whiten:
@@ -104,9 +116,17 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     """Write the derived set into the run folder; returns its name and its gensim ``KeyedVectors``."""
     run = RunDir(run_dir)
     manifest = run.manifest()
+    read_alone = None
+    if recipe.alone:
+        from distill.serve.alone import AloneFallback
+
+        def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
+            return AloneFallback.for_layers(run_dir, layers, recipe.combine.value).matrix(words)
+
     words, x, layers = derived_vectors(
-        recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling))
-    )
+        recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),
+        read_alone,
+    )  # fmt: skip
     name = recipe.name(layers)
     kv = to_keyed_vectors(words, x, run.counts(words))
     run.write_set(name, kv)

@@ -43,7 +43,12 @@ class AloneFallback:
         found = set_layers(manifest, set_name)
         if found is None:
             return None
-        layers, how = found
+        return cls.for_layers(run_dir, *found)
+
+    @classmethod
+    def for_layers(cls, run_dir: str | Path, layers: list[int], how: str | None) -> AloneFallback:
+        """The run's model reading words in ``layers``, combined ``how`` (None: one layer's own)."""
+        manifest = RunDir(run_dir).manifest()
         model = manifest["model"]
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
         encoder = _encoder(model["name"], model["source"], top, model.get("revision"), model.get("gguf_file"),
@@ -63,6 +68,11 @@ class AloneFallback:
     def vector(self, word: str) -> np.ndarray | None:
         """The word's vector (None for an empty word)."""
         return self.vectors([word])[0]
+
+    def matrix(self, words: Sequence[str]) -> np.ndarray:
+        """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
+        states = encode_alone(self.encoder, [w.lower() if self.lowercase else w for w in words], tuple(self.layers))
+        return states[0] if self.combine is None else combine(list(states), self.combine)
 
 
 @lru_cache(maxsize=1)
