@@ -60,8 +60,10 @@ def main() -> None:
     name = run.resolve_set(args.set, None, None)
     kv, manifest = run.load(name), run.manifest()
     fallback = SetFallback.open(args.run, name)
-    if fallback is None:
-        raise SystemExit(f"{args.run} has no piece vectors for {name}: distil with --pieces")
+    if fallback is None and not args.alone:
+        raise SystemExit(f"{args.run} has no piece vectors for {name}: distil with --pieces, or score --alone")
+    if fallback is None:  # a run without piece vectors: only the words read alone
+        args.shrink, args.remove_top = "", ""
     counts = {}
     for line in (Path(args.run) / "vocab.tsv").read_text(encoding="utf-8").splitlines():
         word, count = line.split("\t")[:2]
@@ -76,7 +78,7 @@ def main() -> None:
         cover = {b: evaluate_similarity(kv, d, oov).n_covered / len(d.pairs) for b, d in data.items()}
         print(oov.value.ljust(12), "  ".join(f"{b} {100 * results[oov.value][b]:.1f} ({100 * cover[b]:.0f}%)"
                                              for b in BENCHMARKS))  # fmt: skip
-    for k in [float(x) for x in args.shrink.split(",")]:
+    for k in [float(x) for x in args.shrink.split(",") if x]:
         row = {}
         for b, d in data.items():
             words = dataset_words(d)

@@ -186,12 +186,13 @@ class RunDir:
 
     def resolve_set(self, vector_set: str | None = None, layer: int | None = None, pooling: str | None = None) -> str:
         """The set a user means: ``vector_set`` by name (``best``: the recommended one), else a layer and
-        pooling, else the recommended set when the run has one, else its first layer's set."""
+        pooling (by default the run's first), else the recommended set when the run has one, else its first
+        layer's set."""
         data = self.manifest()
         if vector_set is not None and (layer is not None or pooling is not None):
             raise ConfigError("give either --set or --layer/--pooling, not both")
         if vector_set is None and (layer is not None or pooling is not None or not data.get("best")):
-            return self.set_for(layer, pooling or Pooling.PC.value)
+            return self.set_for(layer, pooling or (data.get("pooling") or [Pooling.PC.value])[0])
         name = data.get("best") if vector_set in (None, "best") else vector_set
         if name is None or name not in sets_of(data):
             what = "no recommended set (distil with --best)" if name is None else f"no set {name}"

@@ -319,3 +319,18 @@ def test_an_unknown_model_offline_says_how_to_get_it(tmp_path):
     )
     _one_error(done, "no-such-org/no-such-model", "point MODEL at a local folder")
     assert not (tmp_path / "o").exists()
+
+
+def test_reading_words_alone_without_the_runs_model_is_one_clear_line(tiny_bert_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, model)
+    distill.run(model=str(model), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1", pooling="mean",
+                pieces=False, progress=False)  # fmt: skip
+    from distill.rundir import RunDir
+
+    assert RunDir(tmp_path / "run").resolve_set() == "layer1.mean"  # a mean-only run's default set
+    shutil.rmtree(model)  # the run folder moved to a machine without its model
+    done = _cli("evaluate", str(tmp_path / "run"), "--benchmarks", "simlex999", "--oov", "standard,alone",
+                "--out", str(tmp_path / "eval"))  # fmt: skip
+    _one_error(done, "read alone by the run's model", "not there any more", "--oov pieces")
+    assert not (tmp_path / "eval").exists()

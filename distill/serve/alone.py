@@ -20,6 +20,7 @@ import numpy as np
 from distill.derive.postprocess import combine
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
+from distill.errors import ConfigError
 from distill.rundir import RunDir
 from distill.serve.pieces import set_layers
 
@@ -50,6 +51,12 @@ class AloneFallback:
         """The run's model reading words in ``layers``, combined ``how`` (None: one layer's own)."""
         manifest = RunDir(run_dir).manifest()
         model = manifest["model"]
+        source = str(model["source"])
+        if Path(source).is_absolute() and not Path(source).exists():
+            raise ConfigError(
+                f"words are read alone by the run's model, {source}, which is not there any more; put it back, "
+                "or use --oov pieces (oov='pieces')"
+            )
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
         encoder = _encoder(model["name"], model["source"], top, model.get("revision"), model.get("gguf_file"),
                            model.get("dtype", "auto"))  # fmt: skip
