@@ -29,14 +29,16 @@ distill: install
 	$(VENV)/bin/distill run --model $(MODEL) --layers $(LAYER) --pooling $(POOLING) $(if $(filter 1,$(BEST)),--best) \
 		$(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
-# Every word covered, on the whole 12M-word Gutenberg sample: greedy sampling, 25 occurrences a word (beyond that
-# vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word tokens read alone, and
-# piece vectors for any other word; bfloat16 where the CPU has AMX (same scores, RESULTS.md)
+# Every word covered, on the whole 12M-word Gutenberg sample: greedy sampling of single sentences, 25 occurrences
+# a word (beyond that vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word
+# tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at 0.15
+# in the recommended set; bfloat16 where the CPU has AMX (same scores, RESULTS.md)
 LARGE_LAYERS ?= 4-6
 AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
-		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --pieces --model-words $(AMX) \
+		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight 0.15 --pieces --model-words \
+		--split-sentences $(AMX) \
 		--out $(or $(OUT),outputs/$(MODEL)-gutenberg) $(ARGS)
 
 # The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers
