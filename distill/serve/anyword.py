@@ -61,7 +61,10 @@ class AnyWordVectors(KeyedVectors):
             return super().get_vector(key, norm=norm)
         v = self._fallback_vector(key)
         if v is None:
-            why = "none of its pieces was seen" if self.oov == PIECES else "the model cannot read it"
+            if self._fallback() is None:  # a tuned or post-processed set: single vectors cannot follow it
+                why = f"set {self.set_name} has no {self.oov} fallback"
+            else:
+                why = "none of its pieces was seen" if self.oov == PIECES else "the model cannot read it (empty)"
             raise KeyError(f"Key '{key}' not present: not in the vocabulary, and {why}")
         scale = 1.0 if norm else self._mean_norm
         return (v * (scale / np.linalg.norm(v))).astype(self.vectors.dtype)
