@@ -67,9 +67,7 @@ class AloneFallback:
         folded = [w.lower() if self.lowercase else w for w in words]
         todo = sorted({w for w in folded if w.strip() and w not in self.cache})
         if todo:
-            states = encode_alone(self.encoder, todo, tuple(self.layers))
-            rows = states[0] if self.combine is None else combine(list(states), self.combine)
-            self.cache.update(zip(todo, rows))
+            self.cache.update(zip(todo, self.matrix(todo)))
         return [self.cache.get(w) for w in folded]
 
     def vector(self, word: str) -> np.ndarray | None:
