@@ -121,7 +121,7 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
         from distill.serve.alone import AloneFallback
 
         def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-            return AloneFallback.for_layers(run_dir, layers, recipe.combine.value).matrix(words)
+            return AloneFallback.for_layers(manifest, layers, recipe.combine.value).matrix(words)
 
     words, x, layers = derived_vectors(
         recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),

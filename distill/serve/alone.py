@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,12 +44,12 @@ class AloneFallback:
         found = set_layers(manifest, set_name)
         if found is None:
             return None
-        return cls.for_layers(run_dir, *found)
+        return cls.for_layers(manifest, *found)
 
     @classmethod
-    def for_layers(cls, run_dir: str | Path, layers: list[int], how: str | None) -> AloneFallback:
-        """The run's model reading words in ``layers``, combined ``how`` (None: one layer's own)."""
-        manifest = RunDir(run_dir).manifest()
+    def for_layers(cls, manifest: dict[str, Any], layers: list[int], how: str | None) -> AloneFallback:
+        """The model of the run whose ``manifest`` is given, reading words in ``layers``, combined ``how``
+        (None: one layer's own)."""
         model = manifest["model"]
         source = str(model["source"])
         if Path(source).is_absolute() and not Path(source).exists():

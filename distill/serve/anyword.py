@@ -81,16 +81,21 @@ class AnyWordVectors(KeyedVectors):
         return [k if not isinstance(k, str) or k in self.key_to_index else self.get_vector(k, norm=True) for k in keys]
 
 
+def check_fallback(oov: str) -> None:
+    """A ``ConfigError`` unless ``oov`` names a fallback."""
+    if oov not in FALLBACKS:
+        raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(FALLBACKS)}")
+
+
 def open_fallback(run_dir: Path, set_name: str, oov: str = PIECES) -> Any:
     """The fallback of a run's set: ``pieces`` (:class:`distill.serve.pieces.SetFallback`; None when the run
     has no piece vectors for it) or ``alone`` (:class:`distill.serve.alone.AloneFallback`; None for a set it
     cannot follow). torch and transformers are imported only here."""
+    check_fallback(oov)
     if oov == ALONE:
         from distill.serve.alone import AloneFallback
 
         return AloneFallback.open(run_dir, set_name)
-    if oov != PIECES:
-        raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(FALLBACKS)}")
     if not has_piece_vectors(run_dir):
         return None
     from distill.serve.pieces import SetFallback
@@ -113,8 +118,7 @@ def load(
     Needs only numpy and gensim (no torch) until a word outside the vocabulary is looked up.
     """
     path = Path(path)
-    if oov not in FALLBACKS:
-        raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(FALLBACKS)}")
+    check_fallback(oov)  # here, not at the first unknown word
     if not (path.is_dir() and (oov == ALONE or has_piece_vectors(path))):
         return load_vectors(path, layer, pooling, vector_set)
     run = RunDir(path)
