@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import distill
+from distill.config import RunConfig
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
-from distill.encoding.checkpoint import WorkDir
+from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.store import OccurrenceStore, store_in_memory
 from distill.errors import ConfigError, OutputError
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
@@ -258,6 +259,18 @@ def test_changed_options_start_afresh_and_a_second_writer_is_refused(tiny_bert_d
             distill.run(model=str(tiny_bert_dir), corpus=[str(corpus)], out=str(out), min_count=2, progress=False)
     finally:
         holder.close(remove=True)
+
+
+def test_a_corpus_copied_afresh_keeps_its_checkpoint_and_a_changed_byte_does_not(tmp_path):
+    corpus = _corpus(tmp_path, 50)
+    config = RunConfig(corpus=(str(corpus),))
+    before = fingerprint(config, config.corpus, "1")
+    stat = os.stat(corpus)
+    os.utime(corpus, ns=(stat.st_atime_ns + 10**12, stat.st_mtime_ns + 10**12))  # same bytes, new times
+    assert fingerprint(config, config.corpus, "1") == before
+    text = corpus.read_bytes()
+    corpus.write_bytes(text[:-2] + (b"x" if text[-2:-1] != b"x" else b"y") + text[-1:])  # same size
+    assert fingerprint(config, config.corpus, "1") != before
 
 
 def test_greedy_run_reports_what_it_skipped(tiny_bert_dir, tmp_path):

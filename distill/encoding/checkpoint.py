@@ -1,6 +1,6 @@
 """A run's work folder, ``<out>/.distill-work``: what a killed run needs to go on where it stopped.
 
-It holds the fingerprint of the run (options, corpus files' sizes and times, distill's version),
+It holds the fingerprint of the run (options, corpus files' sizes and contents' digests, distill's version),
 the vocabulary once counted, the occurrence store's files and ``checkpoint.npz``, written
 atomically at chunk boundaries every ``--checkpoint-every`` seconds: rows filled so far, sentence
 chunks done, the encoder's counts and the observers' sums. The same command run again finds the
@@ -11,6 +11,7 @@ starts afresh. The folder is removed when the run succeeds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -57,15 +58,26 @@ def _unlock(handle: IO[str]) -> None:
         fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _digest(path: str) -> str:
+    """The SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
     """What must be unchanged for a checkpoint to be reused."""
     # a run killed on the local engine can go on with Ray and the other way round: options that change
     # only how a run is watched, saved or spread do not count
     options = config.without(Effect.NONE)
-    files = []
-    for path in expand_corpus(corpus):
-        stat = os.stat(path)
-        files.append({"path": os.path.abspath(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    # contents, not modification times: a corpus copied or unpacked afresh (same bytes, new times) keeps
+    # its checkpoint; hashing reads the corpus once more, far less than the counting pass that follows
+    files = [
+        {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": _digest(path)}
+        for path in expand_corpus(corpus)
+    ]
     return {"options": options, "corpus": files, "distill": version}
 
 
