@@ -20,6 +20,7 @@ import torch
 from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
+from distill.encoders.alignment import pad_windows
 from distill.encoding.batches import ChunkDone, iter_batches
 from distill.encoding.workers import usable_cores
 from distill.occurrences import iter_jobs, plan_sample
@@ -28,15 +29,11 @@ from distill.paths import default_corpus, resolve_model
 
 def assemble(batch: list, pin: bool) -> int:
     """The padded ids and mask of one batch, as the encoder builds them; returns its real tokens."""
-    width = max(len(p.window.ids) for p in batch)
-    ids = torch.zeros((len(batch), width), dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for i, p in enumerate(batch):
-        ids[i, : len(p.window.ids)] = torch.tensor(p.window.ids)
-        mask[i, : len(p.window.ids)] = 1
+    padded, real = pad_windows([p.window for p in batch])
+    ids, mask = torch.from_numpy(padded), torch.from_numpy(real).long()
     if pin:
         ids, mask = ids.pin_memory(), mask.pin_memory()
-    return sum(len(p.window.ids) for p in batch)
+    return int(real.sum())
 
 
 def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tuple[int, float]:

@@ -10,9 +10,11 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +27,9 @@ logger = logging.getLogger(__name__)
 #: A word is a run of letters, digits or underscores, as BERT's basic tokenizer splits text
 #: (punctuation and spaces separate words; "Micron's" is "Micron" + "s").
 WORD_RE = re.compile(r"\w+")
+
+#: Lines read at once when counting and walking the corpus: one regex call per block, not per line.
+BLOCK_LINES = 4096
 
 #: Where a line splits into sentences (``--split-sentences``): after . ! or ? (and any closing quotes or
 #: brackets), at white space followed by something other than a lower-case letter.
@@ -146,6 +151,13 @@ def iter_lines(
         )
 
 
+def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
+    """Lists of ``n`` consecutive items (the last one shorter)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, n)):
+        yield chunk
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans ``[start, end)`` of the words of one line."""
     return [m.span() for m in WORD_RE.finditer(text)]
@@ -175,10 +187,10 @@ def count_words(lines: Iterator[str], lowercase: bool, stats: CorpusStats | None
     """Word counts over the corpus (after case folding)."""
     counts: Counter[str] = Counter()
     n = 0
-    for text in lines:
-        words = WORD_RE.findall(text)
+    for block in batched(lines, BLOCK_LINES):  # "\n" is no word character: no word spans two lines
+        words = WORD_RE.findall("\n".join(block))
         n += len(words)
-        counts.update(w.lower() for w in words) if lowercase else counts.update(words)
+        counts.update(map(str.lower, words) if lowercase else words)
     if stats is not None:
         stats.words = n
     return counts

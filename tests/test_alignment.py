@@ -2,7 +2,15 @@ import numpy as np
 import pytest
 
 from distill.corpus import word_spans
-from distill.encoders.alignment import choose_windows, make_windows, piece_mask, truncating_backend
+from distill.encoders.alignment import (
+    Window,
+    align_pieces,
+    choose_windows,
+    make_windows,
+    pad_windows,
+    piece_mask,
+    truncating_backend,
+)
 
 
 def _pieces(tokenizer, text, **kwargs):
@@ -76,8 +84,6 @@ def test_long_sentence_is_split_into_windows_not_truncated(wordpiece_tokenizer):
 
 
 def test_overlapping_windows_pick_the_one_with_more_context():
-    from distill.encoders.alignment import Window
-
     a = Window(0, [0] * 4, np.array([0, 5, 10, 15]), np.array([4, 9, 14, 19]), np.ones(4, bool))
     b = Window(0, [0] * 4, np.array([10, 15, 20, 25]), np.array([14, 19, 24, 29]), np.ones(4, bool))
     chosen = choose_windows([a, b], np.array([0, 0, 0]), np.array([15, 10, 0]), np.array([19, 14, 4]))
@@ -99,3 +105,50 @@ def test_windows_are_what_transformers_returns_with_overflow(fixture, request):
         assert window.ids == ids
         assert window.starts.tolist() == [s for s, _ in offsets] and window.ends.tolist() == [e for _, e in offsets]
         assert not window.content[np.array(special, dtype=bool)].any()
+
+
+def _by_mask(windows, chosen, starts, ends):
+    """Each occurrence's pieces by the overlap definition, one occurrence at a time."""
+    masks = [piece_mask(windows[c], starts[k : k + 1], ends[k : k + 1])[0] for k, c in enumerate(chosen)]
+    return [np.flatnonzero(m).tolist() for m in masks]
+
+
+@pytest.mark.parametrize("fixture", ["wordpiece_tokenizer", "bpe_tokenizer", "sentencepiece_tokenizer"])
+def test_pieces_found_by_binary_search_are_those_the_overlap_defines(fixture, request):
+    tokenizer = request.getfixturevalue(fixture)
+    texts = ["The kings offered naïve bids.", "A much longer sentence, " * 9 + "read in windows.", "", "x"]
+    windows = make_windows(truncating_backend(tokenizer, 16, 4).encode_batch(texts))
+    sentence, starts, ends = [], [], []
+    for i, text in enumerate(texts):
+        for s, e in [*word_spans(text), (0, len(text)), (1, 2)]:  # words, whole texts, parts of words
+            sentence.append(i), starts.append(s), ends.append(e)
+    sentence, starts, ends = np.array(sentence), np.array(starts), np.array(ends)
+    chosen = choose_windows(windows, sentence, starts, ends)
+    keep = chosen >= 0
+    chosen, starts, ends = chosen[keep], starts[keep], ends[keep]
+    positions, counts = align_pieces(windows, chosen, starts, ends)
+    found = np.split(positions, np.cumsum(counts)[:-1])
+    assert [f.tolist() for f in found] == _by_mask(windows, chosen, starts, ends)
+    assert counts.sum() > len(chosen) and (counts == 0).any()  # split words, and an empty text's span
+
+
+def test_a_window_with_offsets_out_of_order_is_aligned_by_the_mask():
+    content = np.ones(4, bool)
+    ordered = Window(0, [1, 2, 3, 4], np.array([0, 4, 8, 12]), np.array([3, 7, 11, 15]), content)
+    shuffled = Window(1, [1, 2, 3, 4], np.array([8, 0, 12, 4]), np.array([11, 3, 15, 7]), content)
+    chosen, starts, ends = np.array([0, 1, 1, 0]), np.array([4, 0, 4, 0]), np.array([11, 7, 15, 15])
+    positions, counts = align_pieces([ordered, shuffled], chosen, starts, ends)
+    found = np.split(positions, np.cumsum(counts)[:-1])
+    assert [f.tolist() for f in found] == _by_mask([ordered, shuffled], chosen, starts, ends)
+    assert [f.tolist() for f in found] == [[1, 2], [1, 3], [0, 2, 3], [0, 1, 2, 3]]
+
+
+def test_padded_batch_holds_each_windows_ids_then_zeros():
+    content = np.ones(3, bool)
+    windows = [
+        Window(0, [5, 6, 7], np.zeros(3), np.ones(3), content),
+        Window(1, [9], np.zeros(1), np.ones(1), content[:1]),
+    ]
+    ids, real = pad_windows(windows)
+    assert ids.tolist() == [[5, 6, 7], [9, 0, 0]]
+    assert real.tolist() == [[True, True, True], [True, False, False]]

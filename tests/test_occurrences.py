@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from distill.corpus import build_vocabulary, count_words, iter_lines
-from distill.occurrences import iter_jobs, plan_sample
+from distill import corpus, occurrences
+from distill.corpus import WORD_RE, build_vocabulary, count_words, iter_lines
+from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample
 
 from .conftest import TINY_CORPUS
 
@@ -52,3 +53,61 @@ def test_sampled_occurrences_are_the_chosen_ordinals():
             1 for t in text.lower().replace(".", " ").replace(",", " ").split() if t == "king"
         )
     assert sentences == sorted({ordinal_sentences[k] for k in plan.chosen[w]})
+
+
+def _reference_jobs(lines, vocab, plan, greedy):
+    """The walk word by word, as it was written before it went a block at a time."""
+    index, sizes = vocab.index(), plan.sizes()
+    seen, taken = np.zeros(len(vocab), int), np.zeros(len(vocab), int)
+    jobs = []
+    for sid, text in enumerate(lines):
+        found = []
+        for match in WORD_RE.finditer(text):
+            w = index.get(match.group().lower())
+            if w is None:
+                continue
+            k, seen[w] = seen[w], seen[w] + 1
+            if greedy and k < sizes[w]:
+                found.append((*match.span(), plan.offsets[w] + k))
+            elif not greedy and (w not in plan.chosen or k in plan.chosen[w]):
+                found.append((*match.span(), plan.offsets[w] + taken[w]))
+                taken[w] += 1
+        if found:
+            jobs.append((sid, *(list(column) for column in zip(*found))))
+        if greedy and (seen >= sizes).all():
+            return jobs, sid + 1
+    return jobs, len(lines)
+
+
+@pytest.mark.parametrize("block", [1, 7, 4096])
+@pytest.mark.parametrize("greedy", [False, True])
+@pytest.mark.parametrize("cap", [1, 3, 1000])
+def test_the_walk_a_block_at_a_time_equals_the_walk_word_by_word(monkeypatch, block, greedy, cap):
+    monkeypatch.setattr(occurrences, "BLOCK_LINES", block)
+    monkeypatch.setattr(corpus, "BLOCK_LINES", block)
+    lines = list(iter_lines([str(TINY_CORPUS)]))
+    lines[3] = "Naïve Ünïcode words, a_b 12 kings\tand tabs" + lines[3]  # \w is Unicode; no line break inside
+    vocab = build_vocabulary(count_words(iter(lines), True), lowercase=True, min_count=2)
+    assert vocab.counts.sum() == sum(
+        1 for text in lines for word in WORD_RE.findall(text) if word.lower() in vocab.index()
+    )
+    plan = plan_sample(vocab.counts, cap=cap, seed=0, draw=not greedy)
+    stats = SamplingStats()
+    walk = iter_jobs_greedy if greedy else iter_jobs
+    jobs = [
+        (j.sentence_id, j.starts.tolist(), j.ends.tolist(), j.rows.tolist())
+        for j in walk(iter(lines), vocab, plan, stats)
+    ]
+    expected, read = _reference_jobs(lines, vocab, plan, greedy)
+    assert jobs == expected
+    assert (stats.sentences_read, stats.sentences_kept) == (read, len(expected))
+    assert (read < len(lines)) == (greedy and cap < 1000)  # greedy stops once every word is full
+
+
+def test_a_corpus_changed_between_passes_is_caught():
+    vocab = _vocab()
+    lines = list(iter_lines([str(TINY_CORPUS)]))
+    with pytest.raises(RuntimeError, match="the corpus changed between passes"):
+        list(iter_jobs(iter(lines[:-20]), vocab, plan_sample(vocab.counts, cap=3, seed=0)))
+    with pytest.raises(RuntimeError, match="the corpus changed between passes"):
+        list(iter_jobs_greedy(iter(lines[:5]), vocab, plan_sample(vocab.counts, cap=3, seed=0, draw=False)))

@@ -8,7 +8,11 @@ piece belongs to an occurrence when their character spans overlap.
 from __future__ import annotations
 
 import copy
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -42,27 +46,54 @@ def truncating_backend(tokenizer: Any, max_length: int, stride: int) -> Any:
     return backend
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a moment. Reading a batch's offsets makes a tuple per piece
+    (a million for a large batch): kept alive together, they set off full collections over every object the
+    process holds (transformers and torch: millions), which cost ten times the reading itself. Tuples of
+    ints form no cycles; reference counting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def make_windows(encodings: list[Any]) -> list[Window]:
     """Windows from the encodings of ``truncating_backend(...).encode_batch(texts)``, one per text plus its
     overflow windows.
 
     The same windows as ``tokenizer(texts, truncation=True, return_overflowing_tokens=True, ...)``, read
     straight from the Rust encodings: the Python dicts transformers builds on the way cost more than the
-    tokenization itself.
+    tokenization itself. Offsets and masks of the whole batch are read into one array each; every window
+    holds views of them.
     """
+    with collector_paused():
+        pieces = [
+            (sentence, piece)
+            for sentence, encoding in enumerate(encodings)
+            for piece in ((encoding, *encoding.overflowing) if encoding.overflowing else (encoding,))
+        ]
+        lengths = [len(piece.ids) for _, piece in pieces]
+        n = sum(lengths)
+        offsets = np.fromiter(chain.from_iterable(chain.from_iterable(p.offsets for _, p in pieces)), np.int64, 2 * n)
+        special = np.fromiter(chain.from_iterable(p.special_tokens_mask for _, p in pieces), np.int8, n)
+    starts, ends = offsets[0::2], offsets[1::2]
+    content = (special == 0) & (ends > starts)
+    bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
     windows: list[Window] = []
-    for sentence, encoding in enumerate(encodings):
-        overflowing = encoding.overflowing
-        previous_end = None
-        for piece in [encoding, *overflowing] if overflowing else (encoding,):
-            offsets = np.array(piece.offsets, dtype=np.int64).reshape(-1, 2)
-            starts, ends = offsets[:, 0], offsets[:, 1]
-            content = ~np.array(piece.special_tokens_mask, dtype=bool) & (ends > starts)
-            fresh = content if previous_end is None else content & (starts >= previous_end)
-            window = Window(sentence, piece.ids, starts, ends, content, fresh)
-            if overflowing:  # where the next window's fresh pieces start
-                previous_end = window.span[1]
-            windows.append(window)
+    previous_end = None
+    for i, ((sentence, piece), lo, hi) in enumerate(zip(pieces, bounds[:-1].tolist(), bounds[1:].tolist())):
+        window = Window(sentence, piece.ids, starts[lo:hi], ends[lo:hi], content[lo:hi], content[lo:hi])
+        if windows and windows[-1].sentence == sentence:  # an overflow window: its fresh pieces
+            window = Window(sentence, piece.ids, window.starts, window.ends, window.content,
+                            window.content & (window.starts >= previous_end))  # fmt: skip
+        if i + 1 < len(pieces) and pieces[i + 1][0] == sentence:  # where the next window's fresh pieces start
+            previous_end = window.span[1]
+        windows.append(window)
     return windows
 
 
@@ -93,5 +124,51 @@ def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarr
 
 
 def piece_mask(window: Window, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """(k, n_tokens) bool: which of the window's pieces make up each occurrence ``[start, end)``."""
+    """(k, n_tokens) bool: which of the window's pieces make up each occurrence ``[start, end)``: the text
+    pieces whose span overlaps it. The definition :func:`align_pieces` computes faster."""
     return (window.starts[None, :] < ends[:, None]) & (window.ends[None, :] > starts[:, None]) & window.content[None, :]
+
+
+def align_pieces(
+    windows: Sequence[Window], chosen: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of occurrences ``[starts, ends)`` in windows ``chosen`` (each >= 0), as :func:`piece_mask`
+    finds them: (positions in their window, each occurrence's together in token order; (k,) counts).
+
+    A window's text pieces run left to right, their starts and their ends each in order, so an occurrence's
+    pieces are a run of them, found by two binary searches over the pieces of all windows at once. A window
+    whose offsets are out of order (no tokenizer known to us makes one) is aligned by the mask instead.
+    """
+    lengths = np.fromiter(map(len, (w.ids for w in windows)), np.int64, len(windows))
+    first_token = np.cumsum(lengths) - lengths
+    content = np.concatenate([w.content for w in windows])
+    text = np.flatnonzero(content)  # flat positions of the text pieces
+    owner = np.repeat(np.arange(len(windows)), lengths)[text]
+    piece_starts = np.concatenate([w.starts for w in windows])[text]
+    piece_ends = np.concatenate([w.ends for w in windows])[text]
+    span = int(max(piece_ends.max(initial=0), ends.max(initial=0))) + 1
+    start_keys, end_keys = owner * span + piece_starts, owner * span + piece_ends
+    lo = np.searchsorted(end_keys, chosen * span + starts, side="right")  # first piece ending after the start
+    hi = np.searchsorted(start_keys, chosen * span + ends, side="left")  # first piece starting at or after the end
+    counts = np.maximum(hi - lo, 0)
+    run = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    positions = text[np.repeat(lo, counts) + run] - np.repeat(first_token[chosen], counts)
+    unordered = (np.diff(start_keys) < 0) | (np.diff(end_keys) < 0)
+    if unordered.any():
+        bad = np.isin(chosen, owner[1:][unordered])
+        per_occurrence = np.split(positions, np.cumsum(counts)[:-1])
+        for k in np.flatnonzero(bad).tolist():
+            mask = piece_mask(windows[chosen[k]], starts[k : k + 1], ends[k : k + 1])[0]
+            per_occurrence[k] = np.flatnonzero(mask)
+            counts[k] = len(per_occurrence[k])
+        positions = np.concatenate(per_occurrence) if per_occurrence else positions
+    return positions, counts
+
+
+def pad_windows(batch: Sequence[Window]) -> tuple[np.ndarray, np.ndarray]:
+    """The right-padded (B, T) ids of a batch of windows (0 where padded), and which positions are real."""
+    lengths = np.fromiter(map(len, (w.ids for w in batch)), np.int64, len(batch))
+    real = np.arange(int(lengths.max(initial=0)))[None, :] < lengths[:, None]
+    ids = np.zeros(real.shape, dtype=np.int64)
+    ids[real] = np.fromiter(chain.from_iterable(w.ids for w in batch), np.int64, int(lengths.sum()))
+    return ids, real

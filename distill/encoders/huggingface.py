@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from distill.encoders.alignment import Window, make_windows, truncating_backend
+from distill.encoders.alignment import Window, make_windows, pad_windows, truncating_backend
 from distill.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -65,12 +65,8 @@ class HuggingFaceEncoder:
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""
-        width = max(len(w.ids) for w in batch)
-        ids = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, window in enumerate(batch):
-            ids[i, : len(window.ids)] = torch.tensor(window.ids)
-            mask[i, : len(window.ids)] = 1
+        padded, real = pad_windows(batch)
+        ids, mask, width = torch.from_numpy(padded), torch.from_numpy(real).long(), padded.shape[1]
         pin = self.device.type == "cuda"
         if pin:
             ids, mask = ids.pin_memory(), mask.pin_memory()

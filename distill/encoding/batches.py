@@ -10,18 +10,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from distill.corpus import batched
 from distill.encoders import Encoder
+from distill.encoders.alignment import pad_windows
 from distill.encoding.prepare import EncodeStats, PreparedWindow, prepare_chunk
 from distill.encoding.workers import prepared_chunks
 from distill.occurrences import SentenceJob
 
-__all__ = ["EncodeStats", "PreparedWindow", "prepare_chunk"]  # re-exported: where callers look for them
+__all__ = ["EncodeStats", "PreparedWindow", "batched", "prepare_chunk"]  # re-exported: where callers look for them
 
 
 class Observer(Protocol):
@@ -42,12 +43,6 @@ class Observer(Protocol):
     def state(self) -> dict[str, np.ndarray]: ...
 
     def load_state(self, state: dict[str, np.ndarray]) -> None: ...
-
-
-def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while chunk := list(islice(iterator, n)):
-        yield chunk
 
 
 def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:
@@ -128,14 +123,16 @@ def observe_batch(
     observers: Sequence[Observer], hidden: tuple[torch.Tensor, ...], batch: list[PreparedWindow], width: int
 ) -> None:
     """Show a batch to each observer: ``observe(hidden, ids, content, fresh)``, (B, T) each."""
+    windows = [p.window for p in batch]
+    padded, real = pad_windows(windows)
     ids = torch.zeros((len(batch), width), dtype=torch.long)
+    ids[:, : padded.shape[1]] = torch.from_numpy(padded)
     content = torch.zeros((len(batch), width), dtype=torch.bool)
     fresh = torch.zeros((len(batch), width), dtype=torch.bool)
-    for i, p in enumerate(batch):
-        n = len(p.window.ids)
-        ids[i, :n] = torch.tensor(p.window.ids)
-        content[i, :n] = torch.from_numpy(p.window.content)
-        fresh[i, :n] = torch.from_numpy(p.window.fresh if p.window.fresh is not None else p.window.content)
+    content[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(np.concatenate([w.content for w in windows]))
+    fresh[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(
+        np.concatenate([w.content if w.fresh is None else w.fresh for w in windows])
+    )
     sentences = [(*p.sentence, len(p.window.ids)) for p in batch]
     for observer in observers:
         observer.observe(hidden, ids, content, fresh, sentences)

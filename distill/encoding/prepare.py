@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
-from distill.encoders.alignment import Window, choose_windows, piece_mask
+from distill.encoders.alignment import Window, align_pieces, choose_windows
 from distill.occurrences import SentenceJob
 
 
@@ -64,26 +65,30 @@ def prepare_chunk(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats
     ends = np.concatenate([job.ends for job in jobs])
     rows = np.concatenate([job.rows for job in jobs])
     chosen = choose_windows(windows, sentence, starts, ends)
-    stats.not_aligned += int((chosen < 0).sum())
-    prepared = []
+    # occurrences grouped by window, in corpus order within each; those with no window or no piece dropped
     order = np.argsort(chosen, kind="stable")
-    bounds = np.searchsorted(chosen[order], np.arange(len(windows) + 1)).tolist()
-    for window, lo, hi in zip(windows, bounds[:-1], bounds[1:]):  # runs per window: kept lean
-        if lo == hi:
-            continue
-        idx = order[lo:hi]
-        mask = piece_mask(window, starts[idx], ends[idx])
-        n_pieces = mask.sum(axis=1)
-        if not n_pieces.all():  # occurrences with no piece: dropped and counted
-            ok = n_pieces > 0
-            stats.not_aligned += len(ok) - int(ok.sum())
-            idx, mask, n_pieces = idx[ok], mask[ok], n_pieces[ok]
-            if not len(idx):
-                continue
-        if model.unk_id is not None:
-            known = mask & (np.asarray(window.ids) != model.unk_id)[None, :]
-            stats.unknown += int((~known.any(axis=1)).sum())
-        _, tok = mask.nonzero()  # row-major: each occurrence's pieces together
+    order = order[chosen[order] >= 0]
+    tok, pieces = align_pieces(windows, chosen[order], starts[order], ends[order])
+    stats.not_aligned += len(chosen) - len(order) + int((pieces == 0).sum())
+    order, pieces = order[pieces > 0], pieces[pieces > 0]
+    if not len(order):
+        return []
+    owner = chosen[order]
+    if model.unk_id is not None:  # occurrences that are only the unknown piece
+        lengths = np.fromiter((len(w.ids) for w in windows), np.int64, len(windows))
+        ids = np.fromiter(chain.from_iterable(w.ids for w in windows), np.int64, int(lengths.sum()))
+        at = (np.cumsum(lengths) - lengths)[np.repeat(owner, pieces)] + tok
+        known = np.add.reduceat(ids[at] != model.unk_id, np.cumsum(pieces) - pieces)
+        stats.unknown += int((known == 0).sum())
+    cuts = np.flatnonzero(np.diff(owner)) + 1  # where the next window's occurrences start
+    firsts = [0, *cuts.tolist()]
+    lasts = [*cuts.tolist(), len(order)]
+    piece_bounds = [0, *np.cumsum(pieces).tolist()]
+    rows = rows[order]
+    prepared = []
+    for w, a, b in zip(owner[firsts].tolist(), firsts, lasts):  # runs per window: kept lean
+        window = windows[w]
         job = jobs[window.sentence]
-        prepared.append(PreparedWindow(window, rows[idx], tok, n_pieces, (job.sentence_id, job.text)))
+        prepared.append(PreparedWindow(window, rows[a:b], tok[piece_bounds[a] : piece_bounds[b]], pieces[a:b],
+                                       (job.sentence_id, job.text)))  # fmt: skip
     return prepared
