@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
@@ -46,9 +47,10 @@ def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tu
     tokens, pin = 0, torch.cuda.is_available()
     batches = iter_batches(model, jobs, stride=config.stride, batch_tokens=config.batch_tokens,  # type: ignore[arg-type]
                            workers=workers)  # fmt: skip
-    for batch in batches:
-        if not isinstance(batch, ChunkDone):
-            tokens += assemble(batch, pin)
+    with heap_frozen():  # as the encoding pass runs
+        for batch in batches:
+            if not isinstance(batch, ChunkDone):
+                tokens += assemble(batch, pin)
     return tokens, time.perf_counter() - t0
 
 

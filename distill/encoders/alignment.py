@@ -8,14 +8,14 @@ piece belongs to an occurrence when their character spans overlap.
 from __future__ import annotations
 
 import copy
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import numpy as np
+
+from distill.collector import collector_paused
 
 
 @dataclass(frozen=True)
@@ -46,21 +46,6 @@ def truncating_backend(tokenizer: Any, max_length: int, stride: int) -> Any:
     return backend
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a moment. Reading a batch's offsets makes a tuple per piece
-    (a million for a large batch): kept alive together, they set off full collections over every object the
-    process holds (transformers and torch: millions), which cost ten times the reading itself. Tuples of
-    ints form no cycles; reference counting frees them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def make_windows(encodings: list[Any]) -> list[Window]:
     """Windows from the encodings of ``truncating_backend(...).encode_batch(texts)``, one per text plus its
     overflow windows.
@@ -70,30 +55,31 @@ def make_windows(encodings: list[Any]) -> list[Window]:
     tokenization itself. Offsets and masks of the whole batch are read into one array each; every window
     holds views of them.
     """
-    with collector_paused():
+    with collector_paused():  # the tuples of offsets, and an object per window
         pieces = [
             (sentence, piece)
             for sentence, encoding in enumerate(encodings)
             for piece in ((encoding, *encoding.overflowing) if encoding.overflowing else (encoding,))
         ]
-        lengths = [len(piece.ids) for _, piece in pieces]
+        ids = [piece.ids for _, piece in pieces]
+        lengths = list(map(len, ids))
         n = sum(lengths)
         offsets = np.fromiter(chain.from_iterable(chain.from_iterable(p.offsets for _, p in pieces)), np.int64, 2 * n)
         special = np.fromiter(chain.from_iterable(p.special_tokens_mask for _, p in pieces), np.int8, n)
-    starts, ends = offsets[0::2], offsets[1::2]
-    content = (special == 0) & (ends > starts)
-    bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=bounds[1:])
-    windows: list[Window] = []
-    previous_end = None
-    for i, ((sentence, piece), lo, hi) in enumerate(zip(pieces, bounds[:-1].tolist(), bounds[1:].tolist())):
-        window = Window(sentence, piece.ids, starts[lo:hi], ends[lo:hi], content[lo:hi], content[lo:hi])
-        if windows and windows[-1].sentence == sentence:  # an overflow window: its fresh pieces
-            window = Window(sentence, piece.ids, window.starts, window.ends, window.content,
-                            window.content & (window.starts >= previous_end))  # fmt: skip
-        if i + 1 < len(pieces) and pieces[i + 1][0] == sentence:  # where the next window's fresh pieces start
-            previous_end = window.span[1]
-        windows.append(window)
+        starts, ends = offsets[0::2], offsets[1::2]
+        content = (special == 0) & (ends > starts)
+        bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        windows: list[Window] = []
+        previous_end = None
+        for i, (sentence, lo, hi) in enumerate(zip([s for s, _ in pieces], bounds[:-1].tolist(), bounds[1:].tolist())):
+            fresh = content[lo:hi]
+            if windows and windows[-1].sentence == sentence:  # an overflow window: its fresh pieces
+                fresh = fresh & (starts[lo:hi] >= previous_end)
+            window = Window(sentence, ids[i], starts[lo:hi], ends[lo:hi], content[lo:hi], fresh)
+            if i + 1 < len(pieces) and pieces[i + 1][0] == sentence:  # where the next window's fresh pieces start
+                previous_end = window.span[1]
+            windows.append(window)
     return windows
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from distill.collector import heap_frozen
 from distill.config import Engine, RunConfig, Sampling, StoreKind, token_budget
 from distill.corpus import Vocabulary
 from distill.encoders import Encoder
@@ -167,7 +168,8 @@ def encode_pass(
     save = _Checkpoints(work, store, observers, config.checkpoint_every, saved=checkpoint is not None)
     sampling_stats = SamplingStats()
     jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
-    stats = _run_engine(encoder, jobs, layers, store, config, work, (plan.n_rows, stats, skip), save, observers)
+    with heap_frozen():
+        stats = _run_engine(encoder, jobs, layers, store, config, work, (plan.n_rows, stats, skip), save, observers)
     sampling = sampling_stats.to_json(config.sampling.value, corpus_lines)
     save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
     logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,
