@@ -7,12 +7,15 @@ Host work measured: reading the corpus, counting words, building the vocabulary 
 corpus for the sampled sentences, tokenizing them into windows, aligning each occurrence to its pieces,
 length-sorting and assembling padded ``(B, T)`` id and mask tensors of token-budget batches (pinned where
 CUDA is there), chunks tokenized and aligned by ``--workers`` processes (default: the cores; 0: in this
-process), as a GPU run does. Prints tokens/s of each, per core, and their ratio.
+process), as a GPU run does. Prints tokens/s of each, per core, and their ratio; with workers, also the CPU
+seconds the main process spent (the walk, sending chunks out and rebuilding them, batching): the part no
+number of workers spreads, so the most the host reaches on a machine with cores enough.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 
 import torch
@@ -37,9 +40,16 @@ def assemble(batch: list, pin: bool) -> int:
     return int(real.sum())
 
 
-def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tuple[int, float]:
-    """Tokens the host prepares and the seconds it takes, from the corpus file to assembled batches."""
-    t0 = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process (its threads included, its worker processes not)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tuple[int, float, float]:
+    """Tokens the host prepares, the seconds it takes from the corpus file to assembled batches, and the CPU
+    seconds of the main process in that time."""
+    t0, c0 = time.perf_counter(), cpu_seconds()
     lowercase = model.uncased  # type: ignore[attr-defined]
     vocab = build_vocabulary(count_words(iter_lines([corpus]), lowercase), lowercase=lowercase, min_count=5)
     sample = plan_sample(vocab.counts, config.max_occurrences, config.seed)
@@ -51,7 +61,7 @@ def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tu
         for batch in batches:
             if not isinstance(batch, ChunkDone):
                 tokens += assemble(batch, pin)
-    return tokens, time.perf_counter() - t0
+    return tokens, time.perf_counter() - t0, cpu_seconds() - c0
 
 
 def bare_tokenizer(corpus: str, model: object, batch: int = 4096) -> tuple[int, float]:
@@ -77,7 +87,7 @@ def main() -> None:
     cores = usable_cores()
     bare_tokens, bare_seconds = bare_tokenizer(args.corpus, model)
     workers = cores if args.workers is None else args.workers
-    host_tokens, host_seconds = host_pass(args.corpus, model, config, workers)
+    host_tokens, host_seconds, main_cpu = host_pass(args.corpus, model, config, workers)
     bare_rate, host_rate = bare_tokens / bare_seconds, host_tokens / host_seconds
     print(f"cores: {cores}; corpus: {args.corpus}; model: {config.model}; batches of {args.batch_tokens} "
           f"padded tokens; {workers} tokenizing workers")  # fmt: skip
@@ -86,6 +96,9 @@ def main() -> None:
     print(f"host pipeline, no forward pass (sampled sentences): {host_tokens:,} tokens in {host_seconds:.2f} s = "
           f"{host_rate:,.0f} tokens/s ({host_rate / cores:,.0f} per core)")  # fmt: skip
     print(f"ratio host / bare tokenizer: {host_rate / bare_rate:.3f}")
+    if workers:  # what stays in one process however many workers tokenize: the walk, unpacking, batching
+        print(f"main process: {main_cpu:.2f} CPU s = {host_tokens / main_cpu:,.0f} tokens per CPU second, the most "
+              "any number of workers can reach")  # fmt: skip
 
 
 if __name__ == "__main__":

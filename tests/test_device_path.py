@@ -148,7 +148,11 @@ def test_a_pool_of_tokenizing_workers_gives_the_same_batches_in_order(tiny_bert_
             if isinstance(item, ChunkDone):
                 out.append(("done", item.index, item.counts.sentences, item.counts.windows))
             else:
-                out.append([(p.window.ids, p.rows.tolist(), p.tok.tolist(), p.sentence) for p in item])
+                out.append([
+                    (p.window.ids, p.window.sentence, p.rows.tolist(), p.tok.tolist(), p.pieces.tolist(), p.sentence,
+                     *(getattr(p.window, k).tolist() for k in ("starts", "ends", "content", "fresh")))
+                    for p in item
+                ])  # fmt: skip
         return out
 
     alone = run(0)

@@ -4,6 +4,9 @@ The corpus walk stays in one process (sampling is sequential); each chunk of sam
 worker that tokenizes it into windows, aligns every occurrence to its pieces and length-sorts the windows.
 Chunks come back in order, a few in flight per worker. With no workers (a CPU run, whose cores run the
 model) the chunks are prepared in the calling thread.
+
+Chunks travel both ways as a few flat arrays, not as objects: pickling an object and a handful of small
+arrays per sentence and per window cost the main process more than preparing the chunk itself.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from itertools import chain
 from typing import Any
 
+import numpy as np
+
+from distill.encoders.alignment import Window
 from distill.encoding.prepare import EncodeStats, PreparedWindow, Tokenizing, prepare_chunk
 from distill.occurrences import SentenceJob
 
@@ -42,13 +49,75 @@ def sort_prepared(model: Tokenizing, jobs: list[SentenceJob], stride: int) -> tu
     return prepared, counts
 
 
+def _bounds(sizes: list[int]) -> list[int]:
+    return [0, *np.cumsum(sizes).tolist()] if sizes else [0]
+
+
+def pack_jobs(jobs: list[SentenceJob]) -> dict[str, Any]:
+    """A chunk of sentences as flat arrays: what a worker is sent."""
+    return {
+        "ids": [job.sentence_id for job in jobs],
+        "texts": [job.text for job in jobs],
+        "sizes": [len(job.rows) for job in jobs],
+        **{k: np.concatenate([getattr(job, k) for job in jobs]) for k in ("starts", "ends", "rows")},
+    }
+
+
+def unpack_jobs(packed: dict[str, Any]) -> list[SentenceJob]:
+    b = _bounds(packed["sizes"])
+    starts, ends, rows = packed["starts"], packed["ends"], packed["rows"]
+    return [
+        SentenceJob(sid, text, starts[lo:hi], ends[lo:hi], rows[lo:hi])
+        for sid, text, lo, hi in zip(packed["ids"], packed["texts"], b[:-1], b[1:])
+    ]
+
+
+def _cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+
+
+def pack_prepared(prepared: list[PreparedWindow]) -> dict[str, Any]:
+    """A chunk's prepared windows as flat arrays: what a worker sends back (sentences go by their index in
+    the chunk; the caller holds their ids and texts)."""
+    windows = [p.window for p in prepared]
+    return {
+        "sentence": [w.sentence for w in windows],
+        "tokens": [len(w.ids) for w in windows],
+        "occurrences": [len(p.rows) for p in prepared],
+        "ids": np.fromiter(chain.from_iterable(w.ids for w in windows), np.int64),
+        "starts": _cat([w.starts for w in windows], np.int64),
+        "ends": _cat([w.ends for w in windows], np.int64),
+        "content": _cat([w.content for w in windows], bool),
+        "fresh": _cat([w.content if w.fresh is None else w.fresh for w in windows], bool),
+        "rows": _cat([p.rows for p in prepared], np.int64),
+        "tok": _cat([p.tok for p in prepared], np.int64),
+        "pieces": _cat([p.pieces for p in prepared], np.int64),
+    }
+
+
+def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob]) -> list[PreparedWindow]:
+    t, o = _bounds(packed["tokens"]), _bounds(packed["occurrences"])
+    ids, starts, ends, content, fresh = (packed[k] for k in ("ids", "starts", "ends", "content", "fresh"))
+    rows, tok, pieces = packed["rows"], packed["tok"], packed["pieces"]
+    piece_bounds = _bounds(pieces.tolist())  # of each occurrence's pieces in tok
+    prepared = []
+    for i, sentence in enumerate(packed["sentence"]):
+        a, b, lo, hi = t[i], t[i + 1], o[i], o[i + 1]
+        window = Window(sentence, ids[a:b].tolist(), starts[a:b], ends[a:b], content[a:b], fresh[a:b])
+        job = jobs[sentence]
+        prepared.append(PreparedWindow(window, rows[lo:hi], tok[piece_bounds[lo] : piece_bounds[hi]],
+                                       pieces[lo:hi], (job.sentence_id, job.text)))  # fmt: skip
+    return prepared
+
+
 def _start(tokenizer: Tokenizing, stride: int) -> None:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one thread per worker: the pool is the parallelism
     _WORKER.update(tokenizer=tokenizer, stride=stride)
 
 
-def _prepare(jobs: list[SentenceJob]) -> tuple[list[PreparedWindow], EncodeStats]:
-    return sort_prepared(_WORKER["tokenizer"], jobs, _WORKER["stride"])
+def _prepare(packed: dict[str, Any]) -> tuple[dict[str, Any], EncodeStats]:
+    prepared, counts = sort_prepared(_WORKER["tokenizer"], unpack_jobs(packed), _WORKER["stride"])
+    return pack_prepared(prepared), counts
 
 
 def prepared_chunks(
@@ -63,12 +132,12 @@ def prepared_chunks(
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    pending: deque[Future[tuple[list[PreparedWindow], EncodeStats]] | None] = deque()
+    pending: deque[tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None] = deque()
     with ProcessPoolExecutor(
         workers, context, initializer=_start, initargs=(model.window_tokenizer(stride), stride)
     ) as pool:
         for jobs in chunks:
-            pending.append(pool.submit(_prepare, jobs) if jobs is not None else None)
+            pending.append((pool.submit(_prepare, pack_jobs(jobs)), jobs) if jobs is not None else None)
             while len(pending) > 2 * workers:
                 yield _result(pending.popleft())
         while pending:
@@ -76,6 +145,10 @@ def prepared_chunks(
 
 
 def _result(
-    future: Future[tuple[list[PreparedWindow], EncodeStats]] | None,
+    sent: tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None,
 ) -> tuple[list[PreparedWindow], EncodeStats]:
-    return future.result() if future is not None else ([], EncodeStats())
+    if sent is None:
+        return [], EncodeStats()
+    future, jobs = sent
+    packed, counts = future.result()
+    return unpack_prepared(packed, jobs), counts
