@@ -102,3 +102,11 @@ def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
     mean = distill.run(model=str(tiny_bert_dir), out=str(tmp_path / "mean"), corpus=[str(TINY_CORPUS)], layers="2",
                        pooling="mean", min_count=2, max_occurrences=5, progress=False)  # fmt: skip
     np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(mean[2, "mean"].vectors), atol=1e-6)
+
+
+@pytest.mark.parametrize("weight", [-0.5, 101.0, float("nan")])
+def test_a_weight_for_words_read_alone_out_of_range_is_refused(weight):
+    from distill.derive.recipe import Recipe
+
+    with pytest.raises(ConfigError, match="alone must be between 0 .off. and 100"):
+        Recipe(alone=weight)

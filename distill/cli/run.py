@@ -177,6 +177,7 @@ def derive(
         float,
         typer.Option(
             min=0.0,
+            max=100.0,
             help="Add W times each word's reading alone by the run's model (unit, in the same layers) to its unit "
             "vector (loads the model; see distill run --alone-weight). 0: no model runs.",
         ),

@@ -57,6 +57,8 @@ class Recipe:
             value = getattr(self, name)
             if not isinstance(value, kind):
                 object.__setattr__(self, name, parse_choices(kind, [value], name, many=False)[0])
+        if not 0 <= self.alone <= 100:  # as distill run --alone-weight
+            raise ConfigError(f"alone must be between 0 (off) and 100, not {self.alone}")
 
     def name(self, layers: list[int]) -> str:
         span = f"layer{layers[0]}" if len(layers) == 1 else f"layers{layers[0]}-{layers[-1]}"
