@@ -101,7 +101,7 @@ class _Block:
 
 def _block_words(texts: list[str], get: Callable[..., int], lowercase: bool) -> _Block:
     """Every vocabulary word of ``texts``: one regex split of the joined block and one dictionary lookup
-    per word, in C; ``"\n"`` is no word character, so no word spans two lines."""
+    per word, in C. Lines are joined by line breaks, which no word holds, so no word spans two lines."""
     parts = _SPLIT_RE.split("\n".join(texts))
     lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
     words = parts[1::2]
