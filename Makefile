@@ -12,9 +12,10 @@ ARGS ?=
 VECTORS ?= outputs/minilm-sts/layer1.pc.txt
 BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
+MODELS ?= $(or $(DISTILL_MODELS),../shared/models)
 WORDS ?= 2000000
 
-.PHONY: install distill distill-large model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench clean
+.PHONY: install distill distill-large model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench gpu-carry clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -100,6 +101,21 @@ lint: install
 
 bench: install
 	$(PY) benchmarks/throughput.py
+
+# What a GPU session carries (benchmarks/gpu_session.sh): .whl = wheels the GPU image lacks (Python 3.12);
+# .gpu = MiniLM's tokenizer and the STS sentences; .gpu2 = the Gutenberg sample (xz) and MiniLM in float16.
+# Each call's carry stays under the device's 64 MiB.
+gpu-carry: install
+	rm -rf .whl .gpu .gpu2 && mkdir -p .whl .gpu/tokenizer .gpu2
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+		--platform manylinux_2_28_x86_64 -d .whl gensim==4.4.0 faiss-cpu==1.15.1
+	cp $(foreach f,tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt,$(MODELS)/all-MiniLM-L6-v2/$(f)) .gpu/tokenizer/
+	cp $(DATA)/corpus/sts/sts_2012_2016_sentences.txt .gpu/
+	xz -T2 -6 -c $(DATA)/corpus/gutenberg/gutenberg_en_sample.txt > .gpu2/gutenberg_en_sample.txt.xz
+	$(PY) -c "import torch; from transformers import AutoModel, AutoTokenizer; m = '$(MODELS)/all-MiniLM-L6-v2'; \
+		AutoModel.from_pretrained(m, dtype=torch.float16).save_pretrained('.gpu2/minilm'); \
+		AutoTokenizer.from_pretrained(m).save_pretrained('.gpu2/minilm')"
+	du -sh .whl .gpu .gpu2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

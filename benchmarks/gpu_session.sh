@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Issue 19's GPU figures in two device calls made back to back: the second reuses what the first installed
+# and built on the still-warm machine. Each step's output lands in $OUT/<step>.log.
+#
+#   make gpu-carry                          # here, once: fills .whl/, .gpu/ and .gpu2/ (git-ignored)
+#   bash benchmarks/gpu_session.sh 1        # device call 1, carry .whl and .gpu (about 50 MB)
+#   bash benchmarks/gpu_session.sh 2        # device call 2 within 30 s of the first, carry .gpu2 (about 65 MB)
+#
+# Part 1: a random BERT-base (12 layers x 768, MiniLM's tokenizer) built from a seeded config, CPU vs GPU
+# vectors, throughput of all layers and of layer 1 against the tuned bare forward, the host ceiling with the
+# cores as workers. Part 2: MiniLM (float16 copy) throughput, then the 12M-word Gutenberg sample distilled
+# on the GPU with the random BERT-base, all layers (manifest: tokens, tokens/s, stage times, peak memory).
+# DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
+set -uo pipefail
+part=${1:?"which part: 1 or 2"}
+out=${OUT:-outputs/gpu-session}
+device=${DEVICE:-cuda}
+lines=${LINES:-0}
+site=${SITE:-/tmp/site}
+work=${WORK:-/tmp/distill-gpu}
+mkdir -p "$out" "$work"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+step() {  # step NAME COMMAND...: run it under a time limit, its output to the screen and $out/NAME.log
+    local name=$1
+    shift
+    echo "== $name: $*" | tee "$out/$name.log"
+    timeout "${STEP_SECONDS:-240}" "$@" 2>&1 | tee -a "$out/$name.log"
+}
+
+if [ "$part" = 1 ]; then
+    if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 2
+    fi
+    cp .gpu/sts_2012_2016_sentences.txt "$work/sts.txt"
+    [ "$lines" -gt 0 ] && head -n "$lines" .gpu/sts_2012_2016_sentences.txt > "$work/sts.txt"
+    (nvidia-smi || true; python3 -c "import torch; print(torch.__version__, torch.cuda.is_available())") > "$out/device.log" 2>&1
+    step build python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
+from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/bert-base-random'))"
+    if [ "$device" = cuda ]; then
+        step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" --lines 2000 \
+            --model-dir "$work/bert-base-random"
+    fi
+    step bert-all python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all --device "$device" \
+        --corpus "$work/sts.txt" --chunk-size 65536
+    step bert-layer1 python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers 1 --device "$device" \
+        --corpus "$work/sts.txt" --chunk-size 65536
+    step host python3 benchmarks/host_ceiling.py --model "$work/bert-base-random" --corpus "$work/sts.txt"
+elif [ "$part" = 2 ]; then
+    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu2/gutenberg_en_sample.txt.xz'), \
+open('$work/gutenberg.txt', 'wb'))" || exit 2
+    [ "$lines" -gt 0 ] && head -n "$lines" "$work/gutenberg.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/gutenberg.txt"
+    step minilm-all python3 benchmarks/throughput.py --model .gpu2/minilm --layers all --device "$device" \
+        --corpus "$work/sts.txt" --chunk-size 65536
+    rm -rf "$work/gutenberg-run"
+    step gutenberg python3 -m distill run --model "$work/bert-base-random" --corpus "$work/gutenberg.txt" \
+        --sampling greedy --max-occurrences 25 --min-count 3 --layers all --pooling mean --device "$device" \
+        --chunk-size 65536 --no-progress --out "$work/gutenberg-run" -v
+    cp "$work/gutenberg-run/manifest.json" "$out/gutenberg-manifest.json" 2>/dev/null
+else
+    echo "part must be 1 or 2" >&2
+    exit 2
+fi
