@@ -115,6 +115,14 @@ def piece_mask(window: Window, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
     return (window.starts[None, :] < ends[:, None]) & (window.ends[None, :] > starts[:, None]) & window.content[None, :]
 
 
+def token_starts(windows: Sequence[Window]) -> np.ndarray:
+    """(n + 1,) where each window's tokens start when all windows' tokens are laid end to end; the last
+    entry is their total."""
+    starts = np.zeros(len(windows) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, (w.ids for w in windows)), np.int64, len(windows)), out=starts[1:])
+    return starts
+
+
 def align_pieces(
     windows: Sequence[Window], chosen: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -125,11 +133,10 @@ def align_pieces(
     pieces are a run of them, found by two binary searches over the pieces of all windows at once. A window
     whose offsets are out of order (no tokenizer known to us makes one) is aligned by the mask instead.
     """
-    lengths = np.fromiter(map(len, (w.ids for w in windows)), np.int64, len(windows))
-    first_token = np.cumsum(lengths) - lengths
+    first_token = token_starts(windows)
     content = np.concatenate([w.content for w in windows])
     text = np.flatnonzero(content)  # flat positions of the text pieces
-    owner = np.repeat(np.arange(len(windows)), lengths)[text]
+    owner = np.repeat(np.arange(len(windows)), np.diff(first_token))[text]
     piece_starts = np.concatenate([w.starts for w in windows])[text]
     piece_ends = np.concatenate([w.ends for w in windows])[text]
     span = int(max(piece_ends.max(initial=0), ends.max(initial=0))) + 1

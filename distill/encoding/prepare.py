@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from distill.encoders.alignment import Window, align_pieces, choose_windows
+from distill.encoders.alignment import Window, align_pieces, choose_windows, token_starts
 from distill.occurrences import SentenceJob
 
 
@@ -54,6 +54,11 @@ class PreparedWindow:
     sentence: tuple[int, str] = (-1, "")  # the window's sentence: its id in the corpus walk and its text
 
 
+def bounds(sizes: list[int]) -> list[int]:
+    """Where each of consecutive runs of ``sizes`` starts, and (last) where the last one ends."""
+    return [0, *np.cumsum(sizes).tolist()] if sizes else [0]
+
+
 def prepare_chunk(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats: EncodeStats) -> list[PreparedWindow]:
     """Tokenize a chunk of sentences into windows and align each occurrence to its pieces."""
     windows = model.tokenize([job.text for job in jobs], stride)
@@ -74,16 +79,16 @@ def prepare_chunk(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats
     if not len(order):
         return []
     owner = chosen[order]
+    piece_bounds = bounds(pieces.tolist())  # of each occurrence's pieces in tok
     if model.unk_id is not None:  # occurrences that are only the unknown piece
-        lengths = np.fromiter((len(w.ids) for w in windows), np.int64, len(windows))
-        ids = np.fromiter(chain.from_iterable(w.ids for w in windows), np.int64, int(lengths.sum()))
-        at = (np.cumsum(lengths) - lengths)[np.repeat(owner, pieces)] + tok
-        known = np.add.reduceat(ids[at] != model.unk_id, np.cumsum(pieces) - pieces)
+        first_token = token_starts(windows)
+        ids = np.fromiter(chain.from_iterable(w.ids for w in windows), np.int64, int(first_token[-1]))
+        at = first_token[np.repeat(owner, pieces)] + tok
+        known = np.add.reduceat(ids[at] != model.unk_id, piece_bounds[:-1])
         stats.unknown += int((known == 0).sum())
     cuts = np.flatnonzero(np.diff(owner)) + 1  # where the next window's occurrences start
     firsts = [0, *cuts.tolist()]
     lasts = [*cuts.tolist(), len(order)]
-    piece_bounds = [0, *np.cumsum(pieces).tolist()]
     rows = rows[order]
     prepared = []
     for w, a, b in zip(owner[firsts].tolist(), firsts, lasts):  # runs per window: kept lean

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from distill.encoders.alignment import Window
-from distill.encoding.prepare import EncodeStats, PreparedWindow, Tokenizing, prepare_chunk
+from distill.encoding.prepare import EncodeStats, PreparedWindow, Tokenizing, bounds, prepare_chunk
 from distill.occurrences import SentenceJob
 
 _WORKER: dict[str, Any] = {}  # a worker process's tokenizer and stride
@@ -49,10 +49,6 @@ def sort_prepared(model: Tokenizing, jobs: list[SentenceJob], stride: int) -> tu
     return prepared, counts
 
 
-def _bounds(sizes: list[int]) -> list[int]:
-    return [0, *np.cumsum(sizes).tolist()] if sizes else [0]
-
-
 def pack_jobs(jobs: list[SentenceJob]) -> dict[str, Any]:
     """A chunk of sentences as flat arrays: what a worker is sent."""
     return {
@@ -64,7 +60,7 @@ def pack_jobs(jobs: list[SentenceJob]) -> dict[str, Any]:
 
 
 def unpack_jobs(packed: dict[str, Any]) -> list[SentenceJob]:
-    b = _bounds(packed["sizes"])
+    b = bounds(packed["sizes"])
     starts, ends, rows = packed["starts"], packed["ends"], packed["rows"]
     return [
         SentenceJob(sid, text, starts[lo:hi], ends[lo:hi], rows[lo:hi])
@@ -96,10 +92,10 @@ def pack_prepared(prepared: list[PreparedWindow]) -> dict[str, Any]:
 
 
 def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob]) -> list[PreparedWindow]:
-    t, o = _bounds(packed["tokens"]), _bounds(packed["occurrences"])
+    t, o = bounds(packed["tokens"]), bounds(packed["occurrences"])
     ids, starts, ends, content, fresh = (packed[k] for k in ("ids", "starts", "ends", "content", "fresh"))
     rows, tok, pieces = packed["rows"], packed["tok"], packed["pieces"]
-    piece_bounds = _bounds(pieces.tolist())  # of each occurrence's pieces in tok
+    piece_bounds = bounds(pieces.tolist())  # of each occurrence's pieces in tok
     prepared = []
     for i, sentence in enumerate(packed["sentence"]):
         a, b, lo, hi = t[i], t[i + 1], o[i], o[i + 1]
