@@ -10,6 +10,10 @@ CUDA is there), chunks tokenized and aligned by ``--workers`` processes (default
 process), as a GPU run does. Prints tokens/s of each, per core, and their ratio; with workers, also the CPU
 seconds the main process spent (the walk, sending chunks out and rebuilding them, batching): the part no
 number of workers spreads, so the most the host reaches on a machine with cores enough.
+
+``--stages`` also runs each stage alone, one after the other, and prints its wall and CPU seconds and the
+best ratio the cores allow: the stages before the first sentence can be tokenized (reading, counting,
+planning) in series, then every other stage's CPU seconds spread perfectly over the cores.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ from __future__ import annotations
 import argparse
 import resource
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
 from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
-from distill.corpus import build_vocabulary, count_words, iter_lines
+from distill.corpus import batched, build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
-from distill.encoders.alignment import pad_windows
-from distill.encoding.batches import ChunkDone, iter_batches
-from distill.encoding.workers import usable_cores
+from distill.encoders.alignment import make_windows, pad_windows
+from distill.encoding.batches import ChunkDone, iter_batches, token_batches
+from distill.encoding.workers import sort_prepared, usable_cores
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 
@@ -75,12 +81,71 @@ def bare_tokenizer(corpus: str, model: object, batch: int = 4096) -> tuple[int, 
     return tokens, time.perf_counter() - t0
 
 
+SERIAL = ("read", "count", "plan")  # before the first sentence can be tokenized
+
+
+def stage_seconds(corpus: str, model: object, config: RunConfig) -> tuple[dict[str, tuple[float, float]], int]:
+    """Each host stage alone, in order, over the whole corpus: its (wall, CPU) seconds; and the tokens."""
+    timings: dict[str, tuple[float, float]] = {}
+
+    @contextmanager
+    def timed(name: str) -> Iterator[None]:
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        yield
+        timings[name] = (time.perf_counter() - t0, cpu_seconds() - c0)
+
+    lowercase = model.uncased  # type: ignore[attr-defined]
+    with heap_frozen():  # as the encoding pass runs
+        with timed("read"):
+            lines = list(iter_lines([corpus]))
+        with timed("count"):
+            counts = count_words(iter(lines), lowercase)
+        with timed("plan"):
+            vocab = build_vocabulary(counts, lowercase=lowercase, min_count=5)
+            sample = plan_sample(vocab.counts, config.max_occurrences, config.seed)
+        with timed("walk"):
+            jobs = list(iter_jobs(iter(lines), vocab, sample))
+        chunks = list(batched(jobs, config.chunk_size))
+        backend = model.window_tokenizer(config.stride).backend  # type: ignore[attr-defined]
+        texts = [[job.text for job in chunk] for chunk in chunks]
+        with timed("tokenizer"):
+            encodings = [backend.encode_batch(chunk, add_special_tokens=True) for chunk in texts]
+        with timed("windows"):
+            for chunk_encodings in encodings:
+                make_windows(chunk_encodings)
+        with timed("prepare"):  # the tokenizer and the windows again, then aligning and length-sorting
+            prepared = [sort_prepared(model, chunk, config.stride)[0] for chunk in chunks]  # type: ignore[arg-type]
+        tokens = 0
+        with timed("batches"):
+            for chunk in prepared:
+                for batch in token_batches(chunk, config.batch_tokens or GPU_BATCH_TOKENS):
+                    tokens += assemble(batch, torch.cuda.is_available())
+    return timings, tokens
+
+
+def print_stages(timings: dict[str, tuple[float, float]], tokens: int, bare_rate: float, cores: int) -> None:
+    """The stages' seconds and the best ratio to the bare tokenizer the cores allow."""
+    wall, cpu = ({k: v[i] for k, v in timings.items()} for i in (0, 1))
+    cpu["align and sort"] = cpu["prepare"] - cpu["tokenizer"] - cpu["windows"]  # prepare ran all three
+    shown = ("read", "count", "plan", "walk", "tokenizer", "windows", "align and sort", "batches")
+    for name in shown:
+        print(f"  {name:16s} {cpu[name]:6.3f} CPU s" + (f" ({wall[name]:.3f} s wall)" if name in wall else ""))
+    serial = sum(wall[k] for k in SERIAL)
+    spread = sum(cpu[k] for k in ("walk", "prepare", "batches"))
+    best = serial + spread / cores
+    besides = sum(cpu[k] for k in shown) - cpu["tokenizer"]
+    print(f"host work besides the tokenizer: {besides:.3f} CPU s; best on {cores} "
+          f"cores: {serial:.3f} s in series + {spread:.3f} CPU s / {cores} = {best:.3f} s = "
+          f"{tokens / best:,.0f} tokens/s, ratio {tokens / best / bare_rate:.3f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(default_corpus()))
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--batch-tokens", type=int, default=GPU_BATCH_TOKENS)
     parser.add_argument("--workers", type=int, default=None, help="tokenizing processes (default: the cores)")
+    parser.add_argument("--stages", action="store_true", help="also time each stage alone, and the best ratio")
     args = parser.parse_args()
     config = RunConfig(model=args.model, progress=False, batch_tokens=args.batch_tokens)
     model = load_encoder(config.model, resolve_model(config.model), (1,), device="cpu")
@@ -99,6 +164,9 @@ def main() -> None:
     if workers:  # what stays in one process however many workers tokenize: the walk, unpacking, batching
         print(f"main process: {main_cpu:.2f} CPU s = {host_tokens / main_cpu:,.0f} tokens per CPU second, the most "
               "any number of workers can reach")  # fmt: skip
+    if args.stages:
+        print("each stage alone, in order:")
+        print_stages(*stage_seconds(args.corpus, model, config), bare_rate, cores)
 
 
 if __name__ == "__main__":
