@@ -45,7 +45,7 @@ from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/ber
         --corpus "$work/sts.txt" --chunk-size 65536
     step bert-layer1 python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers 1 --device "$device" \
         --corpus "$work/sts.txt" --chunk-size 65536
-    step host python3 benchmarks/host_ceiling.py --model "$work/bert-base-random" --corpus "$work/sts.txt"
+    step host python3 benchmarks/host_ceiling.py --model "$work/bert-base-random" --corpus "$work/sts.txt" --stages
 elif [ "$part" = 2 ]; then
     python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu2/gutenberg_en_sample.txt.xz'), \
 open('$work/gutenberg.txt', 'wb'))" || exit 2
