@@ -264,6 +264,14 @@ def test_an_unknown_pooling_is_listed_with_its_choices(finished_run, command):
     assert done.returncode == 2 and "'max' is not one of 'pc', 'mean'" in done.stderr
 
 
+def test_neighbors_reading_a_word_alone_prints_only_its_answer(finished_run):
+    """Loading the model for ``--oov alone`` off a terminal: no Hugging Face progress bar or warning on stderr."""
+    done = _cli("neighbors", str(finished_run), "zzyzx", "-k", "3", "--oov", "alone")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("zzyzx (read alone by the model): ") and done.stdout.count(",") == 2
+    assert done.stderr == ""
+
+
 def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     target = tmp_path / "layer1.pc.npy"
     target.write_text("a file of the user's")

@@ -84,6 +84,7 @@ def neighbors(
     ] = Fallback.PIECES,
 ) -> None:
     """Nearest neighbours by cosine similarity, searched in a FAISS index."""
+    setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
     from distill.serve.search import Searcher
 
     with user_errors():
@@ -135,6 +136,7 @@ def export(
     ] = None,
 ) -> None:
     """Write the vectors for serving: gensim .kv, model2vec and sentence-transformers folders, .npy + vocab."""
+    setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
     from distill.serve.export import export_run, parse_formats
 
     with user_errors():
@@ -184,6 +186,7 @@ def derive(
     ] = 0.0,
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
+    setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
     from distill.derive import Recipe
     from distill.derive import derive as derive_set
 
