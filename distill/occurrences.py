@@ -188,7 +188,7 @@ def iter_jobs(
             key = ids[over] * _SPAN + ordinal[over]
             at = np.searchsorted(keys, key)
             hit = keys[np.minimum(at, len(keys) - 1)] == key
-            rows[over] = np.where(hit, rows[over] - ordinal[over] + at - first[ids[over]], -1)
+            rows[over] = np.where(hit, offsets[ids[over]] + at - first[ids[over]], -1)
         taken[:] += np.bincount(ids[rows >= 0], minlength=len(vocab))
         return rows, None
 
