@@ -30,6 +30,11 @@ class Window:
     fresh: np.ndarray | None = None  # (n_tokens,) bool: content not already in the sentence's previous window
 
     @property
+    def new_content(self) -> np.ndarray:
+        """``fresh``, or all the content where the encoder left ``fresh`` unset."""
+        return self.content if self.fresh is None else self.fresh
+
+    @property
     def span(self) -> tuple[int, int]:
         """Characters covered by the window's text pieces."""
         if not self.content.any():

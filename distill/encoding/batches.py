@@ -131,7 +131,7 @@ def observe_batch(
     fresh = torch.zeros((len(batch), width), dtype=torch.bool)
     content[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(np.concatenate([w.content for w in windows]))
     fresh[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(
-        np.concatenate([w.content if w.fresh is None else w.fresh for w in windows])
+        np.concatenate([w.new_content for w in windows])
     )
     sentences = [(*p.sentence, len(p.window.ids)) for p in batch]
     for observer in observers:

@@ -84,7 +84,7 @@ def pack_prepared(prepared: list[PreparedWindow]) -> dict[str, Any]:
         "starts": _cat([w.starts for w in windows], np.int64),
         "ends": _cat([w.ends for w in windows], np.int64),
         "content": _cat([w.content for w in windows], bool),
-        "fresh": _cat([w.content if w.fresh is None else w.fresh for w in windows], bool),
+        "fresh": _cat([w.new_content for w in windows], bool),
         "rows": _cat([p.rows for p in prepared], np.int64),
         "tok": _cat([p.tok for p in prepared], np.int64),
         "pieces": _cat([p.pieces for p in prepared], np.int64),
