@@ -8,6 +8,7 @@ import io
 import logging
 import re
 import sys
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import regex
 
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
@@ -24,9 +26,50 @@ from distill.rundir import listed_files
 
 logger = logging.getLogger(__name__)
 
-#: A word is a run of letters, digits or underscores, as BERT's basic tokenizer splits text
-#: (punctuation and spaces separate words; "Micron's" is "Micron" + "s").
-WORD_RE = re.compile(r"\w+")
+#: A word is a run of Unicode word characters (letters, combining marks, digits, underscores), as BERT's basic
+#: tokenizer splits text (punctuation and spaces separate words; "Micron's" is "Micron" + "s"). Combining marks
+#: stay in their word (Hindi "नमस्ते", Arabic with vowel marks): the ``regex`` package's ``\w`` follows Unicode's
+#: definition, where Python's ``re`` leaves marks out.
+WORD_RE = regex.compile(r"\w+")
+
+#: The longest piece of a line read at once (bytes): a longer line is read in pieces cut at white space, so
+#: memory does not grow with line length.
+MAX_LINE_BYTES = 1 << 20
+
+
+def normalize_text(text: str) -> str:
+    """Text as distill reads it everywhere (corpus, vocabulary files, benchmarks): Unicode NFC (a decomposed
+    "café" is the composed one), without a byte-order mark."""
+    text = text.removeprefix("\ufeff")
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def is_alphabetic(word: str) -> bool:
+    """A letter, then letters and combining marks: ``str.isalpha`` for scripts whose words hold marks."""
+    return bool(word) and word[0].isalpha() and all(c.isalpha() or unicodedata.category(c)[0] == "M" for c in word)
+
+
+def _pieces(handle: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[bytes, bool]]:
+    """The lines of a binary file, each in pieces of at most ``limit`` bytes cut at the last white space (or
+    between UTF-8 characters when a piece has none); yields (piece, whether it ends its line)."""
+    carry = b""
+    while True:
+        chunk = handle.readline(limit - len(carry))
+        if not chunk and not carry:
+            return
+        piece, carry = carry + chunk, b""
+        if piece.endswith(b"\n") or not chunk or len(piece) < limit:
+            yield piece, True
+            continue
+        cut = max(piece.rfind(b" "), piece.rfind(b"\t")) + 1
+        if cut <= 0:  # no white space: cut before the last UTF-8 character, which may not be whole yet
+            cut = len(piece) - 1
+            while cut > 0 and piece[cut] & 0xC0 == 0x80:
+                cut -= 1
+            cut = cut or len(piece)
+        yield piece[:cut], False
+        carry = piece[cut:]
+
 
 #: Lines read at once when counting and walking the corpus: one regex call per block, not per line.
 BLOCK_LINES = 4096
@@ -116,9 +159,10 @@ def iter_lines(
         digest = hashlib.sha256()
         n_lines = 0
         try:
-            for line_no, raw in enumerate(handle, start=1):
+            for raw, ends in _pieces(handle):
                 digest.update(raw)
-                n_lines += 1
+                n_lines += ends
+                line_no = n_lines + (not ends)
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
@@ -129,7 +173,7 @@ def iter_lines(
                         ) from err
                     text = raw.decode("utf-8", errors="replace")
                     stats.replaced_lines += 1
-                text = text.strip()
+                text = normalize_text(text).strip()
                 if not text:
                     stats.empty_lines += 1
                     continue
@@ -199,9 +243,11 @@ def count_words(lines: Iterator[str], lowercase: bool, stats: CorpusStats | None
 def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
     """One word per line (extra columns after a tab or space are ignored); blank lines skipped."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = normalize_text(Path(path).read_text(encoding="utf-8")).splitlines()
     except UnicodeDecodeError as err:
         raise ConfigError(f"vocabulary file {path} is not UTF-8; convert it") from err
+    except OSError as err:
+        raise ConfigError(f"cannot read the vocabulary file {path}: {err.strerror or err}") from err
     words = [fold(line.split()[0], lowercase) for line in lines if line.strip()]
     if not words:
         raise ConfigError(f"vocabulary file {path} lists no words")
@@ -233,7 +279,7 @@ def build_vocabulary(
     else:
         kept = []
         for w, c in counts.items():
-            if alpha_only and not w.isalpha():
+            if alpha_only and not is_alphabetic(w):
                 dropped["not alphabetic"] += 1
             elif c < min_count:
                 dropped["under min_count"] += 1

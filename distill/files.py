@@ -1,7 +1,10 @@
-"""Files written whole or not at all: atomic writes, JSON, sha256, writable-folder checks.
+"""Files written whole or not at all, and only inside the folder a command was given.
 
 Every file is written under a temporary name in its final folder and renamed when complete, so a
-crash or a full disk never leaves a half-written output behind.
+crash or a full disk never leaves a half-written output behind. Every name read from a manifest or a
+folder goes through :func:`member` before anything reads, writes or deletes it: a plain file name (no
+separator, no ``..``, not absolute) that is no symbolic link, so nothing is ever reached outside the
+folder. A folder is replaced only when every file in it is one its own listing (``export.json``) names.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from distill.errors import OutputError
+from distill.errors import ConfigError, OutputError
 
 
 def _output_error(path: Path, err: OSError) -> OutputError:
@@ -41,17 +45,94 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
+#: The listing in a folder distill wrote whole (an export): ``{"files": [relative paths], ...}``.
+LISTING = "export.json"
+
+
+def bare_name(name: object, where: str | Path) -> str:
+    """``name`` if it is a plain file name (a non-empty string with no separator, not ``.`` or ``..``);
+    ConfigError naming ``where`` (the manifest or folder it came from) otherwise."""
+    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0\n") or os.path.isabs(name):
+        raise ConfigError(f"{where} names {name!r}, which is not a plain file name; it is damaged or not distill's")
+    return name
+
+
+def member(folder: str | Path, name: object, where: str | Path | None = None) -> Path:
+    """``folder/name`` for a plain file ``name`` that is not a symbolic link: the only way a name read from a
+    manifest or a folder becomes a path (distill never follows a link out of a folder it reads or writes)."""
+    path = Path(folder) / bare_name(name, where or folder)
+    if path.is_symlink():
+        raise ConfigError(f"{path} is a symbolic link; distill never follows links in its folders: remove it")
+    return path
+
+
+def subfolder(folder: str | Path, name: str) -> Path:
+    """``folder/name`` as a real folder (made if missing); ConfigError when it is a link or a file."""
+    path = member(folder, name)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{path} is a file, not a folder; remove it or choose another --out")
+    return path
+
+
+def listed_contents(folder: Path) -> list[str]:
+    """Every file under ``folder``, as sorted relative POSIX paths; ConfigError for a link inside."""
+    names = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            raise ConfigError(f"{path} is a symbolic link; distill never follows links in its folders: remove it")
+        if path.is_file():
+            names.append(path.relative_to(folder).as_posix())
+    return names
+
+
+def is_replaceable(path: Path) -> bool:
+    """Whether ``path`` may be replaced: absent, empty, or a real folder every file of which its own listing
+    (``export.json``, written by distill) names."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        return False
+    if not path.exists():
+        return True
+    try:
+        found = listed_contents(path)
+    except ConfigError:
+        return False
+    if not found:
+        return True
+    listing = path / LISTING
+    try:
+        data = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() else None
+    except (ValueError, UnicodeDecodeError, OSError):
+        return False
+    listed = data.get("files") if isinstance(data, dict) else None
+    return isinstance(listed, list) and set(found) <= {*listed, LISTING}
+
+
+def list_folder(folder: Path) -> None:
+    """Record every file of ``folder`` in its listing (``export.json``), so a later run may replace it."""
+    listing = folder / LISTING
+    data = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() else {}
+    data["files"] = [name for name in listed_contents(folder) if name != LISTING]
+    write_json(data, listing)
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``path``; it replaces ``path`` if the block succeeds."""
+    """Yield a fresh temporary folder beside ``path``; it replaces ``path`` if the block succeeds. An existing
+    ``path`` is replaced only when :func:`is_replaceable` (nothing distill did not write is lost), and the new
+    folder's files are listed in its ``export.json``."""
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         raise OutputError(f"{path} exists and is not a folder (a file or a link); remove it or choose another --out")
+    if not is_replaceable(path):
+        raise OutputError(f"{path} holds files that distill did not write; remove them or choose another --out")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    if tmp.is_symlink() or tmp.is_file():
+        tmp.unlink()
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
         yield tmp
+        list_folder(tmp)
         if path.is_dir():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -88,6 +169,23 @@ def write_text(text: str, path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def read_npz(path: str | Path, needs: Sequence[str] = ()) -> dict[str, Any]:
+    """The arrays of an ``.npz`` file (no pickled objects: such a file is refused, never run), each of ``needs``
+    present; ConfigError naming the file when it is truncated, damaged or foreign."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        why = "holds pickled objects, which distill never loads" if "pickle" in str(err) else "is truncated or damaged"
+        raise ConfigError(f"{path} {why}; make it again") from err
+    missing = [name for name in needs if name not in arrays]
+    if missing:
+        raise ConfigError(f"{path} has no array {missing[0]!r}; it is not the file distill wrote: make it again")
+    return arrays
 
 
 def sha256_file(path: str | Path) -> str:

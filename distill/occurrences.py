@@ -13,12 +13,12 @@ known from the counting pass before any sentence is encoded. Two ways to fill th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
+import regex
 
 from distill.corpus import BLOCK_LINES, WORD_RE, Vocabulary, batched
 
@@ -83,7 +83,7 @@ class SamplingStats:
 
 
 #: A word and what surrounds it, as one split: word runs at odd indices, the text between at even ones.
-_SPLIT_RE = re.compile(f"({WORD_RE.pattern})")
+_SPLIT_RE = regex.compile(f"({WORD_RE.pattern})")
 
 #: Keys of (word, ordinal) pairs: ``word * _SPAN + ordinal``.
 _SPAN = 1 << 32

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import platform
 import shutil
 import sys
@@ -162,6 +163,8 @@ def check_window(config: RunConfig, model_config: Any) -> None:
 def plan_run(config: RunConfig) -> Plan:
     """Resolve and check everything that can be checked without loading weights or reading the corpus."""
     source = resolve_model(config.model)
+    if os.path.exists(source):  # a local folder is recorded whole: the run can be queried from anywhere
+        source = os.path.abspath(source)
     corpus = config.corpus or (str(default_corpus()),)
     if not config.corpus and not Path(corpus[0]).is_file():
         raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
@@ -199,12 +202,28 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
 
 
-def _spool_stdin(directory: Path) -> str:
-    """stdin is read twice (count, then encode): keep a copy for the run."""
-    path = directory / "stdin.txt"
-    with open(path, "wb") as handle:
-        shutil.copyfileobj(sys.stdin.buffer, handle)
-    return str(path)
+def _streamed(corpus: str) -> bool:
+    """Whether a corpus input can be read only once: stdin (``-``), a FIFO, a character device."""
+    return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
+
+
+def _spool(corpus: tuple[str, ...], directory: Path) -> tuple[str, ...]:
+    """The corpus is read twice (count, then encode): inputs that can be read only once are copied into the
+    work folder first, each once."""
+    spooled = []
+    for i, path in enumerate(corpus):
+        if not _streamed(path):
+            spooled.append(path)
+            continue
+        copy = directory / ("stdin.txt" if path == "-" else f"input-{i}.txt")
+        with open(copy, "wb") as handle:
+            if path == "-":
+                shutil.copyfileobj(sys.stdin.buffer, handle)
+            else:
+                with open(path, "rb") as source:
+                    shutil.copyfileobj(source, handle)
+        spooled.append(str(copy))
+    return tuple(spooled)
 
 
 def _lines(plan: Plan, desc: str | None, stats: CorpusStats | None) -> Any:
@@ -445,7 +464,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
     plan = plan_run(config)
     created = not plan.out.exists()
     out = check_writable(plan.out)
-    resumable = config.resume and "-" not in plan.corpus  # stdin cannot be read again
+    resumable = config.resume and not any(map(_streamed, plan.corpus))  # stdin or a FIFO cannot be read again
     work = WorkDir(out)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     reused = work.open(
@@ -455,10 +474,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
     finished = failed = False
     try:
         RunDir(out).clear_previous()  # under the lock: a finished folder never mixes two runs
-        if "-" in plan.corpus:
-            plan = dataclasses.replace(
-                plan, corpus=tuple(_spool_stdin(work.path) if c == "-" else c for c in plan.corpus)
-            )
+        plan = dataclasses.replace(plan, corpus=_spool(plan.corpus, work.path))
         with timings("load_model"):
             encoder = load_model(plan)
         lowercase = encoder.uncased if config.lowercase is None else config.lowercase

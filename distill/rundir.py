@@ -7,6 +7,7 @@ text and binary file, a FAISS index and its word list.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -18,7 +19,9 @@ import numpy as np
 
 from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.files import atomic_path
+from distill.files import atomic_path, bare_name, member, write_json
+from distill.lock import FolderLock
+from distill.manifest import check_manifest, is_our_manifest
 
 MANIFEST = "manifest.json"
 VOCAB = "vocab.tsv"
@@ -38,11 +41,6 @@ SET_LAYER = re.compile(r"^layer(\d+)\.(pc|mean)$")
 TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
 
 
-def is_our_manifest(data: Any) -> bool:
-    """Whether a parsed ``manifest.json`` is a distill run's."""
-    return isinstance(data, dict) and "distill_version" in data and isinstance(data.get("files"), list)
-
-
 def words_per_line(manifest: dict[str, Any]) -> float:
     """A run's corpus words per line (uSIF's sentence length)."""
     return manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
@@ -51,8 +49,10 @@ def words_per_line(manifest: dict[str, Any]) -> float:
 def listed_files(folder: Path) -> set[str]:
     """The files a distill run's manifest in ``folder`` lists (none when there is no manifest of ours)."""
     path = folder / MANIFEST
-    data = _read_json(path) if path.is_file() else None
-    return set(data["files"]) if is_our_manifest(data) else set()
+    data = _read_json(path) if path.is_file() and not path.is_symlink() else None
+    if not is_our_manifest(data):
+        return set()
+    return {name for name in data["files"] if isinstance(name, str) and "/" not in name and "\\" not in name}
 
 
 def _read_json(path: Path) -> Any:
@@ -91,8 +91,16 @@ def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> P
 
 def read_vocab_counts(path: str | Path) -> dict[str, int]:
     """``word -> count`` from a ``vocab.tsv`` (as :func:`write_vocab` writes it), most frequent first."""
-    rows = (line.split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines())
-    return {word: int(count) for word, count in rows}
+    table = {}
+    try:
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+            word, sep, count = line.partition("\t")
+            if not sep or not word or not count.isdigit():
+                raise ConfigError(f"{path}, line {number}: not 'word<TAB>count'; the file is damaged")
+            table[word] = int(count)
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"cannot read {path} ({err}); the file is damaged") from err
+    return table
 
 
 @dataclass(frozen=True)
@@ -113,8 +121,31 @@ class RunDir:
         return self.path / VOCAB
 
     def file(self, name: str, suffix: str = ".txt") -> Path:
-        """A file of set ``name``: ``.txt``, ``.bin``, ``.faiss`` or ``.faiss.words.txt``."""
-        return self.path / f"{name}{suffix}"
+        """A file of set ``name``: ``.txt``, ``.bin``, ``.faiss`` or ``.faiss.words.txt``; a plain name inside
+        the folder, never a link."""
+        return member(self.path, f"{bare_name(name, self.manifest_path)}{suffix}", self.manifest_path)
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the run's lock (``.distill.lock``), waiting for another command that holds it."""
+        return FolderLock(member(self.path, LOCK_FILE)).held()
+
+    def add_set(self, name: str, record: dict[str, Any], files: Sequence[str]) -> dict[str, Any]:
+        """Record a set made from the run (``derived[name]``) and list its ``files``, under the run's lock:
+        commands adding sets to one run at once never lose each other's."""
+
+        def change(data: dict[str, Any]) -> None:
+            data.setdefault("derived", {})[bare_name(name, self.path)] = record
+
+        return self.update_manifest(change, files)
+
+    def update_manifest(self, change: Callable[[dict[str, Any]], None], files: Sequence[str] = ()) -> dict[str, Any]:
+        """Read the manifest, apply ``change`` and list ``files``, and write it back, all under the run's lock."""
+        with self.locked():
+            data = self.manifest()
+            change(data)
+            data["files"] += [bare_name(f, self.path) for f in files if f not in data["files"]]
+            write_json(data, self.manifest_path)
+        return data
 
     def is_run(self) -> bool:
         return self.manifest_path.is_file()
@@ -128,10 +159,9 @@ class RunDir:
                     "(killed, or the disk filled up); run it again"
                 )
             raise ConfigError(f"{self.path} is not a distill run folder (no {MANIFEST})")
-        data = _read_json(self.manifest_path)
-        if not is_our_manifest(data):
-            raise ConfigError(f"{self.manifest_path} was not written by distill; {self.path} is not a run folder")
-        return data
+        if self.manifest_path.is_symlink():
+            raise ConfigError(f"{self.manifest_path} is a symbolic link; distill never follows links in its folders")
+        return check_manifest(_read_json(self.manifest_path), self.manifest_path)
 
     def _entries(self) -> list[Path]:
         return list(self.path.iterdir()) if self.path.is_dir() else []
@@ -140,7 +170,7 @@ class RunDir:
         """The manifest, once every file it lists is there and no vector set it does not list is."""
         data = self.manifest()
         listed = set(data["files"])
-        missing = sorted(name for name in listed if not (self.path / name).exists())
+        missing = sorted(name for name in listed if not member(self.path, name, self.manifest_path).is_file())
         unlisted = sorted(p.name for p in self._entries() if LAYER_FILE.match(p.name) and p.name not in listed)
         if missing or unlisted:
             what = f"{missing[0]} is missing" if missing else f"{unlisted[0]} is not from its run"
@@ -151,16 +181,17 @@ class RunDir:
         """Before a new run writes here: the previous run's manifest goes first (the folder stops looking
         finished), then the files it lists, and temporaries a killed run left. Files that no run of ours
         wrote are left alone; a ``manifest.json`` distill did not write is refused."""
-        if self.manifest_path.exists():
+        if self.manifest_path.exists() or self.manifest_path.is_symlink():
             data = _read_json(self.manifest_path) if self.manifest_path.is_file() else None
-            if data is None or not is_our_manifest(data):
+            if self.manifest_path.is_symlink() or not is_our_manifest(data):
                 raise ConfigError(
                     f"{self.manifest_path} was not written by distill and would be overwritten; choose another --out"
                 )
+            names = check_manifest(data, self.manifest_path)["files"]
+            targets = [member(self.path, name, self.manifest_path) for name in names]  # all checked first
             self.manifest_path.unlink()
-            for name in data["files"]:
-                target = self.path / name
-                if target.is_file() or target.is_symlink():
+            for target in targets:
+                if target.is_file():
                     target.unlink()
         for stale in self._entries():
             if TEMPORARY.match(stale.name) and (stale.is_file() or stale.is_symlink()):
@@ -177,6 +208,8 @@ class RunDir:
         """The name of a layer's set (default: the run's first layer)."""
         if layer is None:
             layer = self.manifest()["layers"][0]
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer < 0:
+            raise ConfigError(f"layer {layer!r} is not a layer number; give an integer such as 1 (0 = embeddings)")
         try:
             return set_name(layer, Pooling(pooling).value)
         except ValueError as err:
@@ -234,13 +267,14 @@ def sets_of(manifest: dict[str, Any]) -> list[str]:
 
 
 def load_file(path: str | Path) -> Any:
-    """A ``.txt`` or ``.bin`` word2vec file as gensim ``KeyedVectors``."""
-    from gensim.models import KeyedVectors
+    """A ``.txt`` or ``.bin`` word2vec file (or a header-less GloVe text file) as gensim ``KeyedVectors``; a
+    truncated or damaged file is one ConfigError."""
+    from distill.vectors.reader import read_vectors
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no vector file at {path}")
-    return KeyedVectors.load_word2vec_format(str(path), binary=path.suffix == ".bin")
+    return read_vectors(path)
 
 
 def load(path: str | Path, layer: int | None = None, pooling: str | None = None, vector_set: str | None = None) -> Any:

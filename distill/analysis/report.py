@@ -57,7 +57,12 @@ def read_analysis(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / "analysis.json"
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no analysis.json; run distill analyze --model ... --out {run_dir} first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        analysis = json.loads(path.read_text(encoding="utf-8"))
+        markdown(analysis)  # every field the report and the plots read, of the kind they read
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, StopIteration) as err:
+        raise ConfigError(f"{path} is damaged ({type(err).__name__}: {err}); run distill analyze again") from err
+    return analysis
 
 
 def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[Path]:

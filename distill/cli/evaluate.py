@@ -93,7 +93,11 @@ def evaluate(
         typer.Option(help="Add the source transformer's own sentence scores (its sentence-transformers pooling)."),
     ] = None,
     out: Annotated[
-        Optional[str], typer.Option(help="Folder for report.md, report.json and plots. Default: beside the vectors.")
+        Optional[str],
+        typer.Option(
+            help="Folder for report.md, report.json and plots. Default: the first run folder given, or the "
+            "folder of the first vector file."
+        ),
     ] = None,
     benchmarks: BenchmarksOpt = "all",
     oov: OovOpt = "standard,paper",
@@ -104,7 +108,7 @@ def evaluate(
         Optional[str],
         typer.Option(help="Evaluate every row on these words only: a run folder, its vocab.tsv or a word list."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the clustering (categorization).")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the clustering (categorization).")] = 0,
     vector_set: Annotated[
         Optional[str],
         typer.Option("--set", help="For run folders: this set only (best, layer1.pc ...). Default: every set."),
@@ -131,9 +135,14 @@ def evaluate(
                                  read_vocab(restrict_vocab) if restrict_vocab else None, progress)  # fmt: skip
         sentences = _sentence_scores(inputs, bases, vector_set, teacher) if wants_sentences(benchmarks) else []
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
-        written = write_report(rows, options, out or inputs[0].parent, notes=notes, sentences=sentences)
+        written = write_report(rows, options, out or _report_folder(inputs[0]), notes=notes, sentences=sentences)
     typer.echo(markdown(rows, options, notes=notes, sentences=sentences))
     typer.echo("wrote " + ", ".join(map(str, written)))
+
+
+def _report_folder(first: Path) -> Path:
+    """Where a report goes without ``--out``: into a folder given (a run, an export), else the vector file's."""
+    return first if first.is_dir() else first.parent
 
 
 def _sentence_scores(inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: str | None) -> list[Any]:
@@ -158,12 +167,14 @@ def baselines(
     methods: Annotated[
         str, typer.Option(help="fasttext, word2vec, glove, comma-separated.")
     ] = "fasttext,word2vec,glove",
-    min_count: Annotated[int, typer.Option(help="Without --vocab: keep words seen at least this often.")] = 5,
-    dim: Annotated[int, typer.Option(help="Vector size (the published GloVe and FastText use 300).")] = 300,
-    epochs: Annotated[int, typer.Option(help="FastText / Word2Vec passes over the corpus.")] = 10,
-    glove_epochs: Annotated[int, typer.Option(help="GloVe passes over the co-occurrence matrix.")] = 25,
-    workers: Annotated[int, typer.Option(help="gensim threads (1 makes FastText / Word2Vec deterministic).")] = 2,
-    seed: Annotated[int, typer.Option(help="Seed of every method.")] = 0,
+    min_count: Annotated[int, typer.Option(min=1, help="Without --vocab: keep words seen at least this often.")] = 5,
+    dim: Annotated[int, typer.Option(min=1, help="Vector size (the published GloVe and FastText use 300).")] = 300,
+    epochs: Annotated[int, typer.Option(min=1, help="FastText / Word2Vec passes over the corpus.")] = 10,
+    glove_epochs: Annotated[int, typer.Option(min=1, help="GloVe passes over the co-occurrence matrix.")] = 25,
+    workers: Annotated[
+        int, typer.Option(min=1, help="gensim threads (1 makes FastText / Word2Vec deterministic).")
+    ] = 2,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of every method.")] = 0,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:

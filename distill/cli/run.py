@@ -214,8 +214,8 @@ def tune(
     from distill.tune.train import tune_run
 
     setup_logging(verbose, progress)
-    options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed)
     with user_errors():
+        options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed)
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
     best = result.history[result.best_epoch]
     typer.echo(

@@ -20,7 +20,6 @@ import numpy as np
 from distill.config import parse_choices, parse_layers
 from distill.derive.postprocess import Combine, combine, remove_top, unit, whiten
 from distill.errors import ConfigError
-from distill.files import write_json
 from distill.rundir import RunDir
 from distill.vectors.keyed import to_keyed_vectors
 
@@ -132,7 +131,5 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     name = recipe.name(layers)
     kv = to_keyed_vectors(words, x, run.counts(words))
     run.write_set(name, kv)
-    manifest.setdefault("derived", {})[name] = recipe.to_json(layers)
-    manifest["files"] += [f for f in run.set_files(name) if f not in manifest["files"]]
-    write_json(manifest, run.manifest_path)
+    run.add_set(name, recipe.to_json(layers), run.set_files(name))
     return name, kv

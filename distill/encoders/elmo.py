@@ -15,13 +15,13 @@ both in one folder as ``options.json`` and ``weights.hdf5`` and pass the folder 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import regex
 import torch
 from torch import nn
 
@@ -30,7 +30,7 @@ from distill.errors import ConfigError, require
 
 MAX_CHARS = 50
 BOW, EOW, PAD, BOS_CHAR, EOS_CHAR = 258, 259, 260, 256, 257
-TOKEN_RE = re.compile(r"\w+|[^\w\s]")  # words (as distill splits them) and single punctuation marks
+TOKEN_RE = regex.compile(r"\w+|[^\w\s]")  # words (as distill splits them) and single punctuation marks
 
 
 def elmo_files(source: str | Path) -> tuple[Path, Path] | None:

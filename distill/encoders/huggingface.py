@@ -268,9 +268,15 @@ def load_model(
 
 
 def check_tokenizer(name: str, tokenizer: Any, config: Any) -> None:
-    """Refuse a tokenizer that cannot be the model's: far fewer pieces than the model has embeddings (a
-    folder without its tokenizer files gets a stub that maps every word to the unknown token)."""
+    """Refuse a tokenizer that cannot be the model's: more pieces than the model has embeddings (ids past its
+    table), or far fewer (a folder without its tokenizer files gets a stub that maps every word to the unknown
+    token)."""
     embeddings = int(getattr(config, "vocab_size", 0) or 0)
+    if embeddings and len(tokenizer) > embeddings:
+        raise ConfigError(
+            f"the tokenizer of {name!r} has {len(tokenizer):,} pieces but the model only {embeddings:,} embeddings: "
+            "ids past its table cannot be read; its tokenizer files belong to another model"
+        )
     if embeddings and len(tokenizer) < embeddings // 2:
         raise ConfigError(
             f"the tokenizer of {name!r} knows {len(tokenizer):,} pieces but the model has {embeddings:,} embeddings: "

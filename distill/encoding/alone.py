@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, batched, encode_batch, prepare_chunk
 from distill.occurrences import SentenceJob
@@ -31,7 +32,7 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
         if token_id in special:
             continue
         text = tokenizer.decode([token_id]).strip()
-        if not text.isalpha() or (lowercase and text != text.lower()) or text in known:
+        if not is_alphabetic(text) or (lowercase and text != text.lower()) or text in known:
             continue
         candidates.append((text, token))
     words = []

@@ -18,7 +18,7 @@ import os
 import shutil
 import zipfile
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,36 +26,10 @@ from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
 from distill.files import write_json
+from distill.lock import FolderLock
 from distill.rundir import LOCK_FILE, WORK_DIR
 
 logger = logging.getLogger(__name__)
-
-try:
-    import fcntl
-except ImportError:  # Windows: msvcrt's byte-range lock instead
-    fcntl = None  # type: ignore[assignment]
-
-
-def _try_lock(handle: IO[str]) -> bool:
-    """An exclusive lock on ``handle``'s file without waiting; False when another process holds it."""
-    if fcntl is not None:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-    import msvcrt
-
-    try:
-        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-    except OSError:
-        return False
-    return True
-
-
-def _unlock(handle: IO[str]) -> None:
-    if fcntl is not None:
-        fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _digest(path: str) -> str:
@@ -78,7 +52,23 @@ def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dic
         {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": _digest(path)}
         for path in expand_corpus(corpus)
     ]
-    return {"options": options, "corpus": files, "distill": version}
+    return {"options": options, "corpus": files, "model": model_contents(config.model, config.gguf_file),
+            "distill": version}  # fmt: skip
+
+
+def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, Any]]:
+    """The size and sha256 of each file of a local model folder (or GGUF file): a model changed in place
+    (retrained, converted) starts afresh. Empty for a hub id, whose files its revision names."""
+    from distill.paths import resolve_model
+
+    try:
+        source = Path(resolve_model(model))
+    except ConfigError:
+        return []
+    paths = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else [source]
+    if gguf_file:
+        paths.append(Path(gguf_file))
+    return [{"name": p.name, "size": p.stat().st_size, "sha256": _digest(str(p))} for p in paths if p.is_file()]
 
 
 class WorkDir:
@@ -87,18 +77,17 @@ class WorkDir:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.path = out / WORK_DIR
-        self._lock: IO[str] | None = None
+        self._lock: FolderLock | None = None
 
     def open(self, print_: dict[str, Any] | None) -> bool:
         """Lock, then reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
         for path in (self.path, self.out / LOCK_FILE):
             if path.is_symlink():
                 raise ConfigError(f"{path} is a symbolic link; distill writes only inside --out: remove the link")
-        self._lock = open(self.out / LOCK_FILE, "w")  # noqa: SIM115  (held until close())
-        if not _try_lock(self._lock):
-            self._lock.close()
-            self._lock = None
+        lock = FolderLock(self.out / LOCK_FILE)
+        if not lock.acquire(wait=False):
             raise ConfigError(f"another distill run is writing to {self.out}; wait for it or give another --out")
+        self._lock = lock
         saved = self.path / "fingerprint.json"
         if print_ is not None and saved.is_file():
             try:
@@ -118,10 +107,7 @@ class WorkDir:
         if remove:
             shutil.rmtree(self.path, ignore_errors=True)
         if self._lock is not None:
-            if remove:
-                (self.out / LOCK_FILE).unlink(missing_ok=True)
-            _unlock(self._lock)
-            self._lock.close()
+            self._lock.release()
             self._lock = None
 
     # -- the counting pass

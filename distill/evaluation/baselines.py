@@ -3,6 +3,7 @@ of a distillation's vocabulary with the same tokenisation, written as word2vec t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -98,6 +99,46 @@ def _train_gensim(method: Method, sentences: list[list[str]], config: BaselineCo
     return model.wv
 
 
+def training_words(config: BaselineConfig) -> tuple[list[str], bool]:
+    """The words the baselines are trained on (the given vocabulary, case-folded, or the corpus's words seen
+    ``min_count`` times) and whether they are lowercased."""
+    if config.vocab:
+        words = read_vocab(config.vocab)
+        lowercase = all(w == w.lower() for w in words) if config.lowercase is None else config.lowercase
+        return list(dict.fromkeys(fold(w, lowercase) for w in words)), lowercase
+    lowercase = True if config.lowercase is None else config.lowercase
+    counts = count_words(iter_lines(config.corpus, config.encoding_errors), lowercase)
+    return list(build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count).words), lowercase
+
+
+def words_digest(words: Sequence[str]) -> str:
+    """The sha256 of a word list: what baselines trained on exactly these words record, to be reused by."""
+    return hashlib.sha256("\n".join(words).encode("utf-8")).hexdigest()
+
+
+def _corpus_digests(files: Sequence[dict[str, Any]]) -> list[Any]:
+    return [f.get("sha256") for f in files]
+
+
+def reusable_baselines(
+    out: Path, config: BaselineConfig, words: Sequence[str], corpus: Sequence[dict[str, Any]]
+) -> bool:
+    """Whether ``out`` holds every method of ``config`` trained on exactly ``words`` and a corpus of these
+    contents (``corpus``: files with their sha256), with this seed and vector size."""
+    try:
+        data = json.loads((out / "baselines.json").read_text(encoding="utf-8"))
+        records, built = data["files"], data["built_from"]
+        return (
+            built["words_sha256"] == words_digest(words)
+            and built["corpus_sha256"] == _corpus_digests(corpus)
+            and all(records[f"{m.value}.vec.txt"]["params"]["seed"] == config.seed for m in config.methods)
+            and all(records[f"{m.value}.vec.txt"]["params"]["dim"] == config.dim for m in config.methods)
+            and all((out / f"{m.value}.vec.txt").is_file() for m in config.methods)
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def train_baselines(config: BaselineConfig) -> BaselineResult:
     """Train each method on ``config.corpus``; write ``<method>.vec.txt`` and ``baselines.json`` to ``out``."""
     from distill.evaluation.glove import GloveOptions, cooccurrence, train_glove
@@ -106,14 +147,7 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         raise ConfigError("give the corpus to train the baselines on: --corpus FILE")
     out = check_writable(config.out or Path("outputs") / f"baselines-{slug(Path(config.corpus[0]).name)}")
     stats = CorpusStats()
-    if config.vocab:
-        words = read_vocab(config.vocab)
-        lowercase = all(w == w.lower() for w in words) if config.lowercase is None else config.lowercase
-        words = list(dict.fromkeys(fold(w, lowercase) for w in words))
-    else:
-        lowercase = True if config.lowercase is None else config.lowercase
-        counts = count_words(iter_lines(config.corpus, config.encoding_errors), lowercase)
-        words = list(build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count).words)
+    words, lowercase = training_words(config)
     index = {w: i for i, w in enumerate(words)}
     t0 = time.perf_counter()
     sentences = _sentences(config, index, lowercase, stats)
@@ -155,12 +189,16 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         result.seconds[method.value] = seconds
         records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
         logger.info("%s: %.1f s", method.value, seconds)
+    built_from = {"words_sha256": words_digest(words), "corpus_sha256": _corpus_digests(stats.files)}
     previous = out / "baselines.json"
-    if previous.is_file():  # keep the records of methods trained earlier on the same corpus and words
-        old = json.loads(previous.read_text(encoding="utf-8"))
-        if old.get("corpus_files") == stats.files and old.get("vocabulary", {}).get("size") == len(kept_words):
-            records = {**old.get("files", {}), **records}
+    try:  # keep the records of methods trained earlier on the same corpus and words
+        old = json.loads(previous.read_text(encoding="utf-8")) if previous.is_file() else {}
+        if old.get("built_from") == built_from:
+            records = {**old["files"], **records}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # a damaged record of earlier methods: they are no longer listed, and table trains them again
     manifest = {
+        "built_from": built_from,
         "corpus": [Path(f["path"]).name for f in stats.files],
         "corpus_files": stats.files,
         "words": int(counts_arr.sum()),

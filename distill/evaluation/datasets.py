@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from distill.corpus import normalize_text
 from distill.errors import ConfigError
 from distill.files import sha256_file
 from distill.paths import data_dir
@@ -152,7 +153,7 @@ def checked_file(relative: str, expected: str) -> Path:
 def _rows(path: Path, n_fields: int, header: str) -> list[tuple[int, list[str]]]:
     """(line number, fields) of every non-empty line after the header; fields split on tabs."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = normalize_text(path.read_text(encoding="utf-8")).splitlines()  # words as the corpus's
     except UnicodeDecodeError as err:
         raise ConfigError(f"benchmark file {path} is not UTF-8; convert it") from err
     rows = []

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from distill.config import Effect, RunConfig
+from distill.corpus import expand_corpus
 from distill.errors import ConfigError
-from distill.evaluation.baselines import BaselineConfig, Method, train_baselines
+from distill.evaluation.baselines import BaselineConfig, Method, reusable_baselines, train_baselines, training_words
 from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
 from distill.evaluation.vectors import expand_paths, load_vectors
+from distill.files import sha256_file, subfolder
 from distill.paths import corpus_slug, data_dir, default_corpus, default_out
 from distill.rundir import BASELINES_DIR, TABLE_DIR, RunDir, read_vocab_counts
 
@@ -43,10 +45,15 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
     run = RunDir(out)
     if not run.is_run():
         return False
-    saved = run.manifest()["config"]
+    manifest = run.manifest()
+    saved = manifest["config"]
     defaults = RunConfig().to_json()  # a key older runs lack counts as its default
     wanted = config.without(Effect.NONE, Effect.FILES)
-    return all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items())
+    if not all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items()):
+        return False
+    # the same corpus by content: a file changed since (same name) is distilled again
+    now = [sha256_file(path) for path in expand_corpus(config.corpus)]
+    return now == [f.get("sha256") for f in manifest["corpus"]["files"]]
 
 
 def make_table(
@@ -79,21 +86,21 @@ def make_table(
 
     baselines = []
     if config.methods:
-        base_out = vocab_dir / BASELINES_DIR
-        manifest = base_out / "baselines.json"
-        have = json.loads(manifest.read_text())["files"] if manifest.is_file() else {}
-        if not (config.reuse and all(f"{m.value}.vec.txt" in have for m in config.methods)):
-            corpus = RunDir(vocab_dir).manifest()["config"]["corpus"]
-            result = train_baselines(
-                BaselineConfig(
-                    corpus=tuple(corpus),
-                    out=base_out,
-                    methods=config.methods,
-                    vocab=str(vocab_dir),
-                    seed=config.runs[0].seed,
-                    progress=config.progress,
-                )
-            )
+        base_out = subfolder(vocab_dir, BASELINES_DIR)
+        manifest = RunDir(vocab_dir).manifest()
+        base_config = BaselineConfig(
+            corpus=tuple(manifest["config"]["corpus"]),
+            out=base_out,
+            methods=config.methods,
+            vocab=str(vocab_dir),
+            seed=config.runs[0].seed,
+            progress=config.progress,
+        )
+        words, _ = training_words(base_config)
+        if config.reuse and reusable_baselines(base_out, base_config, words, manifest["corpus"]["files"]):
+            logger.info("reusing the baselines in %s (same words, corpus contents and seed)", base_out)
+        else:
+            result = train_baselines(base_config)
             timings.update({f"baseline {k}": v for k, v in result.seconds.items() if k != "read_corpus"})
         baselines += [load_vectors(base_out / f"{m.value}.vec.txt") for m in config.methods]
     extra = list(config.baseline_files)

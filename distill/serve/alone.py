@@ -33,7 +33,7 @@ class AloneFallback:
     layers: list[int]
     combine: str | None = None  # None: a layer set; else how a derived set combines its layers
     lowercase: bool = False
-    cache: dict[str, np.ndarray] = field(default_factory=dict)
+    cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     source: ClassVar[str] = "alone"
 
     @classmethod
@@ -58,16 +58,16 @@ class AloneFallback:
                 "or use --oov pieces (oov='pieces')"
             )
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
-        encoder = _encoder(model["name"], model["source"], top, model.get("revision"), model.get("gguf_file"),
-                           model.get("dtype", "auto"))  # fmt: skip
+        # auto: half precision on a GPU, float32 on a CPU (where float16 is slow or unsupported), whatever the run used
+        encoder = _encoder(model["name"], source, top, model.get("revision"), model.get("gguf_file"), "auto")
         return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]))
 
     def vectors(self, words: Sequence[str]) -> list[np.ndarray | None]:
-        """Each word's vector, read in batches (None for an empty word)."""
+        """Each word's vector, read in batches (None for a word with no piece, such as an empty one)."""
         folded = [w.lower() if self.lowercase else w for w in words]
         todo = sorted({w for w in folded if w.strip() and w not in self.cache})
-        if todo:
-            self.cache.update(zip(todo, self.matrix(todo)))
+        if todo:  # a word the tokenizer gives no piece for (U+200B alone) reads as zeros: it has no vector
+            self.cache.update((w, v if v.any() else None) for w, v in zip(todo, self.matrix(todo)))
         return [self.cache.get(w) for w in folded]
 
     def vector(self, word: str) -> np.ndarray | None:

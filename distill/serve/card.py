@@ -17,7 +17,7 @@ from distill.evaluation.sentences import (
     score_inputs,
     score_sts,
 )
-from distill.files import write_json, write_text
+from distill.files import list_folder, write_json, write_text
 from distill.rundir import RunDir
 from distill.serve.export import export_run
 from distill.serve.formats import Format
@@ -112,6 +112,7 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
                     "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores]},
                    folder / "scores.json")  # fmt: skip
+        list_folder(folder)
     summary = [
         f"{s.label}: STS mean {s.mean():.1f} (dev {s.mean(DEV_YEARS):.1f}, held out {s.mean(HELD_OUT_YEARS):.1f}), "
         f"{s.sentences_per_second:,.0f} sentences/s"

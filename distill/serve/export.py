@@ -10,13 +10,12 @@ import numpy as np
 
 from distill.config import parse_choices
 from distill.errors import ConfigError
-from distill.files import check_writable
+from distill.files import check_writable, is_replaceable, subfolder
 from distill.rundir import EXPORT_DIR, RunDir, words_per_line
 from distill.serve.anyword import open_fallback
 from distill.serve.compress import DType, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
-    EXPORT_INFO,
     FOLDER_FORMATS,
     Format,
     check_formats_available,
@@ -33,7 +32,7 @@ def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
 
 def _check_replaceable(folder: Path) -> None:
     """``--out`` becomes the export folder itself: only where nothing but an earlier export would be lost."""
-    if folder.is_dir() and not folder.is_symlink() and any(folder.iterdir()) and not (folder / EXPORT_INFO).is_file():
+    if not is_replaceable(folder):
         raise ConfigError(f"{folder} holds files that distill did not export; give a new or empty --out")
 
 
@@ -110,7 +109,7 @@ def export_run(
     itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
     if itself:
         _check_replaceable(Path(out))  # type: ignore[arg-type]
-    out_dir = check_writable(Path(out).parent if itself else out or run.path / EXPORT_DIR)  # type: ignore[arg-type]
+    out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None
     pieces = set_pieces(run.path, name) if sentences else None
     lowercase, source = bool(manifest["vocabulary"]["lowercase"]), str(manifest["model"]["source"])

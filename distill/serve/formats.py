@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from distill.errors import ConfigError, require
-from distill.files import atomic_dir, atomic_path, write_json
+from distill.files import LISTING, atomic_dir, atomic_path, write_json
 from distill.rundir import VOCAB, read_vocab_counts, write_vocab
 from distill.serve.compress import Quantized
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
@@ -35,7 +35,7 @@ class Format(str, Enum):
 
 
 #: What every folder export holds beside the format's own files: where its vectors came from.
-EXPORT_INFO = "export.json"
+EXPORT_INFO = LISTING
 #: Formats written as a folder (the others are files).
 FOLDER_FORMATS = (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS, Format.NPY, Format.PROJECTOR)
 #: The package a format needs beyond the base install, and the extra that installs it.
@@ -186,9 +186,14 @@ def read_npy(path: str | Path) -> Any:
     path = Path(path)
     if not (path / "vectors.npy").is_file():
         raise ConfigError(f"{path} is not an npy export (no vectors.npy)")
-    values = np.load(path / "vectors.npy")
-    scale = np.load(path / "scale.npy") if (path / "scale.npy").is_file() else None
+    try:
+        values = np.load(path / "vectors.npy", allow_pickle=False)
+        scale = np.load(path / "scale.npy", allow_pickle=False) if (path / "scale.npy").is_file() else None
+    except (OSError, ValueError, EOFError) as err:
+        raise ConfigError(f"{path}'s vectors.npy or scale.npy is truncated or damaged; export it again") from err
     table = read_vocab_counts(path / VOCAB)
+    if values.ndim != 2 or len(values) != len(table):
+        raise ConfigError(f"{path}: vectors.npy and vocab.tsv do not match; export it again")
     vectors = Quantized(values, scale).dequantize()
     return to_keyed_vectors(list(table), vectors, np.array(list(table.values())))
 

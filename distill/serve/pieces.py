@@ -18,7 +18,7 @@ import torch
 
 from distill.derive.postprocess import combine
 from distill.errors import ConfigError
-from distill.files import atomic_path
+from distill.files import atomic_path, member, read_npz
 from distill.rundir import SET_LAYER, RunDir, pieces_name, tuned_pieces_name
 
 
@@ -104,7 +104,7 @@ class PieceVectors:
     def open_files(cls, run_dir: str | Path, names: Sequence[str]) -> list[PieceVectors] | None:
         """The piece vectors in the run's files ``names`` (one tokenizer for all); None if one is missing."""
         run = RunDir(run_dir)
-        paths = [run.path / name for name in names]
+        paths = [member(run.path, name) for name in names]
         if not all(path.is_file() for path in paths):
             return None
         from transformers import AutoTokenizer
@@ -113,7 +113,10 @@ class PieceVectors:
         model = manifest["model"]
         try:
             tokenizer = AutoTokenizer.from_pretrained(
-                model["source"], gguf_file=model.get("gguf_file"), trust_remote_code=False
+                model["source"],
+                revision=model.get("revision"),
+                gguf_file=model.get("gguf_file"),
+                trust_remote_code=False,
             )
         except (OSError, ValueError) as err:
             raise ConfigError(
@@ -122,8 +125,10 @@ class PieceVectors:
         lowercase = bool(manifest["vocabulary"]["lowercase"])
         found = []
         for path in paths:
-            data = np.load(path)
-            scaled = bool(data["scaled"]) if "scaled" in data.files else False
+            data = read_npz(path, ("vectors", "counts"))
+            scaled = bool(data["scaled"]) if "scaled" in data else False
+            if data["vectors"].ndim != 2 or len(data["vectors"]) < len(tokenizer):
+                raise ConfigError(f"{path} does not hold a vector for each piece of the run's tokenizer; it is damaged")
             found.append(cls(tokenizer, data["vectors"], data["counts"], lowercase, scaled))
         return found
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +13,14 @@ from typing import Any
 import numpy as np
 
 from distill.config import parse_choices
-from distill.errors import ConfigError
+from distill.errors import ConfigError, OutputError
+from distill.files import write_json
 from distill.rundir import RunDir, load_file
 from distill.serve.anyword import PIECES, open_fallback
-from distill.vectors.faiss_index import IndexKind, build_faiss_index, read_faiss, write_faiss
+from distill.vectors.faiss_index import IndexKind, build_faiss_index, on_cpu, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,17 +59,13 @@ class Searcher:
         else:
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
-        words = list(kv.index_to_key)
-        if index_path.is_file():
-            index, saved = read_faiss(index_path)
-            if saved != words:
-                raise ConfigError(f"{index_path} does not match the vectors' words; delete it to rebuild")
-        else:
+        words, unit = list(kv.index_to_key), l2_normalize(kv.vectors)
+        index = _saved_index(index_path, kind, words, unit)
+        if index is None:
             index = build_faiss_index(kv.vectors, kind)
-            if path.is_dir() or path.parent.exists():
-                write_faiss(words, kv.vectors, index_path, kind, index)
+            _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index)
         fallback = open_fallback(path, name, oov) if path.is_dir() else None
-        return cls(words, l2_normalize(kv.vectors), index, kind, fallback)
+        return cls(words, unit, index, kind, fallback)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
         """Unit vector of ``word`` and where it came from: ``vocabulary``, the fallback's source (``pieces``,
@@ -102,3 +104,53 @@ class Searcher:
         if va is None or vb is None:
             raise KeyError(a if va is None else b)
         return float(va @ vb)
+
+
+def _digest(words: Sequence[str], unit: np.ndarray) -> str:
+    """The sha256 of the words and unit vectors an index is built from: what a saved index is reused by."""
+    digest = hashlib.sha256("\n".join(words).encode("utf-8"))
+    digest.update(np.ascontiguousarray(unit, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+def _source_path(index_path: Path) -> Path:
+    return index_path.with_name(index_path.name + ".source.json")
+
+
+def _saved_index(index_path: Path, kind: IndexKind, words: list[str], unit: np.ndarray) -> Any:
+    """The index saved at ``index_path`` when it is proven built from these vectors (a flat index by its stored
+    vectors, another kind by the digest recorded beside it), else None: it is built again."""
+    if not index_path.is_file() or index_path.is_symlink():
+        return None
+    try:
+        index, saved = read_faiss(index_path)
+    except ConfigError:
+        return None  # damaged: built again
+    if saved != words or index.ntotal != len(words):
+        return None
+    if kind is IndexKind.FLAT:
+        stored = on_cpu(index).reconstruct_n(0, index.ntotal) if index.ntotal else unit
+        return index if np.array_equal(stored, unit) else None
+    source = _source_path(index_path)
+    try:
+        recorded = json.loads(source.read_text(encoding="utf-8")) if source.is_file() else {}
+    except (OSError, ValueError):
+        return None
+    return index if isinstance(recorded, dict) and recorded.get("vectors_sha256") == _digest(words, unit) else None
+
+
+def _save_index(
+    run: Path | None, index_path: Path, kind: IndexKind, words: list[str], unit: np.ndarray, index: Any
+) -> None:
+    """Save a built index beside its vectors (in a run folder: listed in its manifest, under its lock); a folder
+    that cannot be written keeps nothing, and the index is built again next time."""
+    if run is None and not index_path.parent.is_dir():
+        return
+    source = _source_path(index_path)
+    try:
+        files = write_faiss(words, unit, index_path, kind, index)
+        write_json({"kind": kind.value, "vectors_sha256": _digest(words, unit)}, source)
+        if run is not None:
+            RunDir(run).update_manifest(lambda _: None, [p.name for p in (*files, source)])
+    except OutputError as err:
+        logger.warning("the %s index is not saved (%s); it is built again next time", kind.value, err)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from distill.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -15,6 +18,16 @@ class TuneOptions:
     patience: int = 3  # epochs without a better held-out loss before stopping
     blend: float = 0.5  # share of the trained change kept (1: the trained table itself)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ConfigError(f"--learning-rate must be a positive number, not {self.learning_rate}")
+        if not (math.isfinite(self.blend) and 0 <= self.blend <= 1):
+            raise ConfigError(f"--blend must be between 0 and 1, not {self.blend}")
+        if not 0 < self.held_out < 1:
+            raise ConfigError(f"the held-out share must be between 0 and 1, not {self.held_out}")
+        if min(self.epochs, self.batch_size) < 1 or self.patience < 1 or self.seed < 0:
+            raise ConfigError("epochs, batch size and patience must be at least 1, the seed at least 0")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from distill.errors import ConfigError
-from distill.files import atomic_path
+from distill.files import atomic_path, read_npz
 
 TEACHER_FILE = "teacher.npz"
 
@@ -105,8 +105,11 @@ def read_teacher(run_dir: str | Path) -> tuple[list[str], np.ndarray]:
     path = Path(run_dir) / TEACHER_FILE
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no {TEACHER_FILE}: distil with --teacher to keep the teacher's embeddings")
-    with np.load(path) as data:
+    data = read_npz(path, ("texts", "embeddings"))
+    try:
         return _unpack(data["texts"]), data["embeddings"].astype(np.float32)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ConfigError(f"{path} is damaged; run the distillation again with --teacher") from err
 
 
 def _pack(texts: list[str]) -> np.ndarray:

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from distill.errors import ConfigError
-from distill.files import write_json
 from distill.progress import track
 from distill.rundir import RunDir, words_per_line
 from distill.serve.export import set_pieces
@@ -171,8 +170,7 @@ def tune_run(
     files = run.set_files(tuned_name)
     if table.pieces is not None and len(rows) > len(words) + 1:
         files.append(write_tuned_pieces(run.path, tuned_name, table.pieces, table.tokenizer, rows, len(words)).name)
-    manifest = run.manifest()
-    manifest.setdefault("derived", {})[tuned_name] = {
+    record = {
         "tuned_from": table.name,
         "sentence_ready": True,
         "recipe": recipe.to_json(),
@@ -181,6 +179,5 @@ def tune_run(
         "best_epoch": table.result.best_epoch,
         "history": table.result.history,
     }
-    manifest["files"] += [f for f in files if f not in manifest["files"]]
-    write_json(manifest, run.manifest_path)
+    run.add_set(tuned_name, record, files)
     return tuned_name, tuned, table.result

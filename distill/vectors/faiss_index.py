@@ -116,5 +116,9 @@ def read_faiss(path: str | Path) -> tuple[Any, list[str]]:
     """The index and its word list, as written by :func:`write_faiss`."""
     import faiss
 
-    words = words_path(path).read_text(encoding="utf-8").splitlines()
-    return on_gpu(faiss.read_index(str(path))), words
+    try:
+        words = words_path(path).read_text(encoding="utf-8").splitlines()
+        index = faiss.read_index(str(path))
+    except (OSError, UnicodeDecodeError, RuntimeError) as err:
+        raise ConfigError(f"cannot read the FAISS index {path} or its word list: damaged or truncated") from err
+    return on_gpu(index), words
