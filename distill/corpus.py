@@ -26,11 +26,12 @@ from distill.rundir import listed_files
 
 logger = logging.getLogger(__name__)
 
-#: A word is a run of Unicode word characters (letters, combining marks, digits, underscores), as BERT's basic
-#: tokenizer splits text (punctuation and spaces separate words; "Micron's" is "Micron" + "s"). Combining marks
-#: stay in their word (Hindi "नमस्ते", Arabic with vowel marks): the ``regex`` package's ``\w`` follows Unicode's
-#: definition, where Python's ``re`` leaves marks out.
-WORD_RE = regex.compile(r"\w+")
+#: A word is a run of Unicode word characters (letters, combining marks, digits, underscores) that starts with
+#: one that is no mark, as BERT's basic tokenizer splits text (punctuation and spaces separate words; "Micron's"
+#: is "Micron" + "s"). Combining marks stay in their word (Hindi "नमस्ते", Arabic with vowel marks): the ``regex``
+#: package's ``\w`` follows Unicode's definition, where Python's ``re`` leaves marks out; a mark alone (an emoji's
+#: variation selector) is no word.
+WORD_RE = regex.compile(r"[^\W\p{M}]\w*")
 
 #: The longest piece of a line read at once (bytes): a longer line is read in pieces cut at white space, so
 #: memory does not grow with line length.

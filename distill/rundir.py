@@ -201,7 +201,10 @@ class RunDir:
         """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written."""
         if not self.vocab_path.is_file():
             return None
-        table = read_vocab_counts(self.vocab_path)
+        table = read_vocab_counts(member(self.path, VOCAB))
+        missing = next((w for w in words if w not in table), None)
+        if missing is not None:
+            raise ConfigError(f"{self.vocab_path} does not list {missing!r}, a word of the run: it is damaged")
         return np.array([table[w] for w in words], dtype=np.int64)
 
     def set_for(self, layer: int | None = None, pooling: str = "pc") -> str:
