@@ -115,14 +115,14 @@ def test_a_run_logged_to_a_file_has_no_progress_bar_frames(tiny_bert_dir, tmp_pa
     assert "\r" not in done.stderr  # stderr is a pipe here, as in CI or nohup
 
 
-def test_checkpoint_module_imports_without_fcntl(monkeypatch):
+def test_the_lock_module_imports_without_fcntl(monkeypatch):
     """As on Windows; a separate copy of the module, so the one the package uses stays as it is."""
     import importlib.util
 
-    import distill.encoding.checkpoint as checkpoint
+    import distill.lock as checkpoint
 
     monkeypatch.setitem(sys.modules, "fcntl", None)
-    spec = importlib.util.spec_from_file_location("checkpoint_without_fcntl", checkpoint.__file__)
+    spec = importlib.util.spec_from_file_location("lock_without_fcntl", checkpoint.__file__)
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)
     assert copy.fcntl is None and checkpoint.fcntl is not None

@@ -88,8 +88,10 @@ def test_run_folders_expand_to_their_layer_files_with_provenance(tmp_path):
     for name in ("layer10.pc.txt", "layer2.pc.txt", "layer2.mean.txt"):
         write_word2vec(to_keyed_vectors(WORDS, VECTORS), tmp_path / name)
     names = ("layer10.pc.txt", "layer2.pc.txt", "layer2.mean.txt")
-    manifest = {"distill_version": "test", "model": {"name": "minilm"}, "corpus": {"files": [{"path": "/x/sts.txt"}]},
-                "vocabulary": {"size": 3}, "files": list(names)}  # fmt: skip
+    manifest = {"distill_version": "test", "model": {"name": "minilm", "source": "minilm", "n_layers": 12},
+                "layers": [2, 10], "pooling": ["pc", "mean"], "config": {},
+                "corpus": {"files": [{"path": "/x/sts.txt"}], "lines": 1, "words": 3},
+                "vocabulary": {"size": 3, "lowercase": True}, "files": list(names)}  # fmt: skip
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     files = expand_paths([tmp_path])
     assert [f.name for f in files] == ["layer2.pc.txt", "layer10.pc.txt", "layer2.mean.txt"]
