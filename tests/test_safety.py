@@ -403,3 +403,20 @@ def test_piece_vectors_load_the_tokenizer_at_the_recorded_revision(run_copy, mon
     _edit_manifest(run_copy, model={**model, "revision": "abc123"})
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", spy)
     assert PieceVectors.open(run_copy, 1) is not None and seen["revision"] == "abc123"
+
+
+def test_a_full_disk_during_the_model2vec_export_is_one_line_and_leaves_nothing(run_copy, tmp_path, monkeypatch):
+    from model2vec import StaticModel
+    from safetensors import SafetensorError
+
+    from distill.errors import OutputError
+    from distill.serve.export import export_run
+    from distill.serve.formats import Format
+
+    def full(self, *args, **kwargs):
+        raise SafetensorError("No space left on device (os error 28)")
+
+    monkeypatch.setattr(StaticModel, "save_pretrained", full)
+    with pytest.raises(OutputError, match="is the disk full"):
+        export_run(run_copy, vector_set="layer1.pc", formats=[Format.MODEL2VEC], out=tmp_path / "m2v")
+    assert not any(p.name.startswith(".m2v") or p.name == "m2v" for p in tmp_path.iterdir())

@@ -7,16 +7,17 @@ format needs are named by the extra that installs them (``pip install "distill[e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from distill.errors import ConfigError, require
+from distill.errors import ConfigError, OutputError, require
 from distill.files import LISTING, atomic_dir, atomic_path, write_json
 from distill.rundir import VOCAB, read_vocab_counts, write_vocab
 from distill.serve.compress import Quantized
@@ -129,6 +130,19 @@ def static_model(
     return StaticModel(rows, tokenizer, normalize=False, base_model_name=base_model, weights=weights, max_length=None)
 
 
+@contextlib.contextmanager
+def _weights_written(path: Path) -> Iterator[None]:
+    """safetensors reports a failed write (a full disk) as its own error: one line, as any other failed write."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as err:
+        raise OutputError(
+            f"cannot write {path} ({err}); is the disk full? free some space or choose another --out"
+        ) from err
+
+
 def write_model2vec(
     words: Sequence[str],
     q: Quantized,
@@ -145,7 +159,7 @@ def write_model2vec(
         raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
     weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
     model = static_model(words, q.values, lowercase, pieces if q.scale is None else None, base_model, weights)
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)
         write_json(info, tmp / EXPORT_INFO)
     return path
@@ -164,7 +178,7 @@ def write_sentence_transformers(
 
     tokenizer, values = token_table(words, q.dequantize(), lowercase, pieces)
     module = StaticEmbedding(tokenizer, embedding_weights=values)
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path) as tmp, _weights_written(path):
         SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
         write_json(info, tmp / EXPORT_INFO)
     return path
