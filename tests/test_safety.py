@@ -191,14 +191,19 @@ def test_the_run_lock_waits_and_lets_go(run_copy):
 
 
 def test_a_model_tuned_on_the_sts_sentences_claims_no_held_out_year():
+    from distill.evaluation.sentences import SentenceScore, saw_sts, sentence_markdown
     from distill.paths import default_corpus
-    from distill.serve.card import _years, tuned_on_sts
+    from distill.serve.card import _years
 
     sts = {"corpus": {"files": [{"path": str(default_corpus()), "sha256": "x"}]}}
     other = {"corpus": {"files": [{"path": "/data/gutenberg.txt", "sha256": "y"}]}}
-    assert tuned_on_sts(sts) and not tuned_on_sts(other)
+    assert saw_sts(sts) and not saw_sts(other)
     assert "no year is held out" in _years(sts)[0] and "held out" not in _years(sts)[2]
     assert _years(other)[2] == "held out 15-16"
+    per_year = {year: 70.0 for year in range(2012, 2017)}
+    seen = SentenceScore("tuned on STS", per_year, 1000.0, 10, {"saw_sts": True})
+    table = sentence_markdown([seen, SentenceScore("other", per_year, 1000.0, 10, {})])
+    assert "| 70.0 (seen) |" in table and table.count("(seen)") == 2  # the row, and the note saying what it means
 
 
 # -- 5. words as people write them

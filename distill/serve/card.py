@@ -14,11 +14,11 @@ from distill.evaluation.sentences import (
     SentenceScore,
     load_sts,
     model2vec_encoder,
+    saw_sts,
     score_inputs,
     score_sts,
 )
-from distill.files import list_folder, sha256_file, write_json, write_text
-from distill.paths import default_corpus
+from distill.files import list_folder, write_json, write_text
 from distill.rundir import RunDir
 from distill.serve.export import export_run
 from distill.serve.formats import Format
@@ -36,19 +36,9 @@ def word_scores(run: RunDir, name: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def tuned_on_sts(manifest: dict[str, Any]) -> bool:
-    """Whether a run's corpus holds the STS 2012-2016 sentences (the default corpus): a model made from it saw
-    every STS year's sentences (not their scores), so no year is held out."""
-    sts = default_corpus()
-    if not sts.is_file():
-        return any(Path(f["path"]).name == sts.name for f in manifest["corpus"]["files"])
-    digest = sha256_file(sts)
-    return any(f.get("sha256") == digest or Path(f["path"]).name == sts.name for f in manifest["corpus"]["files"])
-
-
 def _years(manifest: dict[str, Any]) -> tuple[str, str, str]:
     """The STS table's title and its two year columns: held out only where the model never saw the sentences."""
-    if tuned_on_sts(manifest):
+    if saw_sts(manifest):
         return ("## STS 2012-2016 (Spearman x100 of the cosine; the corpus was the STS sentences themselves, "
                 "without their scores: no year is held out)", "12-14", "15-16")  # fmt: skip
     return (
@@ -136,7 +126,7 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
                     "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores]},
                    folder / "scores.json")  # fmt: skip
         list_folder(folder)
-    held = "2015-16, seen in tuning" if tuned_on_sts(run.manifest()) else "held out"
+    held = "2015-16, seen in tuning" if saw_sts(run.manifest()) else "held out"
     summary = [
         f"{s.label}: STS mean {s.mean():.1f} (dev {s.mean(DEV_YEARS):.1f}, {held} {s.mean(HELD_OUT_YEARS):.1f}), "
         f"{s.sentences_per_second:,.0f} sentences/s"
