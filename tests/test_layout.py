@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "distill"
 #: Only these know the whole chain; nothing else may import them (but the entry points: the package's
 #: public API, which loads the pipeline on first use, and ``python -m distill``).
-ORCHESTRATORS = ("distill.pipeline", "distill.cli")
+ORCHESTRATORS = ("distill.pipeline", "distill.production", "distill.cli")
 ENTRY_POINTS = ("distill", "distill.__main__")
 
 
@@ -71,6 +71,31 @@ def test_no_import_circle():
     graph = _graph()
     assert len(graph) > 30
     assert _cycle(graph) is None
+
+
+def _package(module: str) -> str:
+    """``distill.serve`` for ``distill.serve.export``; a top-level module (or the package itself) is its own."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else module
+
+
+def _mutual(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of packages each of which imports the other, from a module graph (function-level imports count)."""
+    packages: dict[str, set[str]] = {}
+    for name, imported in graph.items():
+        packages.setdefault(_package(name), set()).update(_package(m) for m in imported)
+    return sorted({(a, b) for a, deps in packages.items() for b in deps if a < b and a in packages.get(b, set())})
+
+
+def test_the_package_scan_finds_two_packages_that_import_each_other():
+    graph = {"distill.a.x": {"distill.b.y"}, "distill.b.y": set(), "distill.b.z": {"distill.a.w"}, "distill.a.w": set()}
+    assert _mutual(graph) == [("distill.a", "distill.b")]
+    assert _mutual({"distill.a.x": {"distill.b.y"}, "distill.b.y": {"distill.c"}, "distill.c": set()}) == []
+
+
+def test_no_package_imports_a_package_that_imports_it_back():
+    pairs = _mutual(_graph())
+    assert not pairs, "packages that import each other: " + ", ".join(f"{a} <-> {b}" for a, b in pairs)
 
 
 def test_only_cli_and_pipeline_import_the_orchestrators():

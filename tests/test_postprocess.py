@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from distill.derive.postprocess import combine, remove_top, unit, whiten
 from distill.errors import ConfigError
 from distill.rundir import SET_SUFFIXES, VOCAB
+from distill.vectors.postprocess import combine, remove_top, unit, whiten
 
 
 def test_remove_top_removes_the_dominant_directions(rng):

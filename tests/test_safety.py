@@ -193,7 +193,7 @@ def test_the_run_lock_waits_and_lets_go(run_copy):
 def test_a_model_tuned_on_the_sts_sentences_claims_no_held_out_year():
     from distill.evaluation.sentences import SentenceScore, saw_sts, sentence_markdown
     from distill.paths import default_corpus
-    from distill.serve.card import _years
+    from distill.production import _years
 
     sts = {"corpus": {"files": [{"path": str(default_corpus()), "sha256": "x"}]}}
     other = {"corpus": {"files": [{"path": "/data/gutenberg.txt", "sha256": "y"}]}}

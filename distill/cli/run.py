@@ -13,11 +13,11 @@ from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_er
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import Pooling
 from distill.derive import DerivePooling
-from distill.derive.postprocess import Combine
 from distill.serve.compress import DType as ExportDType
 from distill.serve.compress import Scale
 from distill.tune.options import TuneOptions
 from distill.vectors.faiss_index import IndexKind
+from distill.vectors.postprocess import Combine
 
 
 class WeightingChoice(str, enum.Enum):
@@ -147,8 +147,8 @@ def export(
     for path, size in written:
         typer.echo(f"{size / 1e6:8.2f} MB  {path}")
     if push_to_hub:
+        from distill.production import model_card
         from distill.rundir import RunDir
-        from distill.serve.card import model_card
         from distill.serve.hub import push_folder
 
         with user_errors():
@@ -242,7 +242,7 @@ def model(
     embeddings kept), tune toward the teacher, export model2vec and sentence-transformers folders with a
     model card, and score them on STS."""
     from distill.pipeline import run_pipeline
-    from distill.serve.card import build_model
+    from distill.production import build_model
 
     setup_logging(verbose, progress)
     with user_errors():

@@ -1,7 +1,7 @@
 """Derived vector sets of a run: layers combined, pc+mean, dominant directions removed.
 
 ``derive(run_dir, Recipe(layers="1-6", pooling="mean", remove_top=3))`` reads the run's per-layer sets,
-builds one set with :mod:`distill.derive.postprocess` and writes it beside them like any other set
+builds one set with :mod:`distill.vectors.postprocess` and writes it beside them like any other set
 (``.txt``, ``.bin``, FAISS index), named for what was done, e.g. ``layers1-6.mean.top3``; the run's
 manifest lists it under ``derived``. No model runs again. The pipeline derives its recommended set the
 same way from the vectors it holds in memory (:func:`derived_vectors` with its own ``load_set``).
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from distill.config import parse_choices, parse_layers
-from distill.derive.postprocess import Combine, combine, remove_top, unit, whiten
 from distill.errors import ConfigError
 from distill.rundir import RunDir
 from distill.vectors.keyed import to_keyed_vectors
+from distill.vectors.postprocess import Combine, combine, remove_top, unit, whiten
 
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
 SetLoader = Callable[[int, str], Any]

@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from distill.derive.postprocess import combine
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
 from distill.rundir import RunDir
 from distill.serve.pieces import set_layers
+from distill.vectors.postprocess import combine
 
 
 @dataclass

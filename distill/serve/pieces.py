@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from distill.derive.postprocess import combine
 from distill.errors import ConfigError
 from distill.files import atomic_path, member, read_npz
 from distill.rundir import SET_LAYER, RunDir, pieces_name, tuned_pieces_name
+from distill.vectors.postprocess import combine
 
 
 @dataclass
