@@ -49,10 +49,20 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 LISTING = "export.json"
 
 
+def is_bare_name(name: object) -> bool:
+    """Whether ``name`` is a plain file name: a non-empty string with no separator, not ``.`` or ``..``."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and not any(c in name for c in "/\\\0\n")
+        and not os.path.isabs(name)
+    )
+
+
 def bare_name(name: object, where: str | Path) -> str:
-    """``name`` if it is a plain file name (a non-empty string with no separator, not ``.`` or ``..``);
-    ConfigError naming ``where`` (the manifest or folder it came from) otherwise."""
-    if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0\n") or os.path.isabs(name):
+    """``name`` if it is a plain file name (:func:`is_bare_name`); ConfigError naming ``where`` (the manifest or
+    folder it came from) otherwise."""
+    if not is_bare_name(name):
         raise ConfigError(f"{where} names {name!r}, which is not a plain file name; it is damaged or not distill's")
     return name
 

@@ -11,7 +11,6 @@ starts afresh. The folder is removed when the run succeeds.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,20 +24,11 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import write_json
+from distill.files import sha256_file, write_json
 from distill.lock import FolderLock
 from distill.rundir import LOCK_FILE, WORK_DIR
 
 logger = logging.getLogger(__name__)
-
-
-def _digest(path: str) -> str:
-    """The SHA-256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
@@ -49,7 +39,7 @@ def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dic
     # contents, not modification times: a corpus copied or unpacked afresh (same bytes, new times) keeps
     # its checkpoint; hashing reads the corpus once more, far less than the counting pass that follows
     files = [
-        {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": _digest(path)}
+        {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": sha256_file(path)}
         for path in expand_corpus(corpus)
     ]
     return {"options": options, "corpus": files, "model": model_contents(config.model, config.gguf_file),
@@ -68,7 +58,7 @@ def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, A
     paths = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else [source]
     if gguf_file:
         paths.append(Path(gguf_file))
-    return [{"name": p.name, "size": p.stat().st_size, "sha256": _digest(str(p))} for p in paths if p.is_file()]
+    return [{"name": p.name, "size": p.stat().st_size, "sha256": sha256_file(p)} for p in paths if p.is_file()]
 
 
 class WorkDir:
