@@ -19,7 +19,7 @@ import numpy as np
 
 from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.files import atomic_path, bare_name, member, write_json
+from distill.files import atomic_path, bare_name, is_bare_name, member, write_json
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
 
@@ -52,7 +52,7 @@ def listed_files(folder: Path) -> set[str]:
     data = _read_json(path) if path.is_file() and not path.is_symlink() else None
     if not is_our_manifest(data):
         return set()
-    return {name for name in data["files"] if isinstance(name, str) and "/" not in name and "\\" not in name}
+    return {name for name in data["files"] if is_bare_name(name)}
 
 
 def _read_json(path: Path) -> Any:
@@ -136,13 +136,16 @@ class RunDir:
         def change(data: dict[str, Any]) -> None:
             data.setdefault("derived", {})[bare_name(name, self.path)] = record
 
-        return self.update_manifest(change, files)
+        return self.update_manifest(files, change)
 
-    def update_manifest(self, change: Callable[[dict[str, Any]], None], files: Sequence[str] = ()) -> dict[str, Any]:
-        """Read the manifest, apply ``change`` and list ``files``, and write it back, all under the run's lock."""
+    def update_manifest(
+        self, files: Sequence[str], change: Callable[[dict[str, Any]], None] | None = None
+    ) -> dict[str, Any]:
+        """Read the manifest, list ``files`` (and apply ``change``), and write it back, all under the run's lock."""
         with self.locked():
             data = self.manifest()
-            change(data)
+            if change is not None:
+                change(data)
             data["files"] += [bare_name(f, self.path) for f in files if f not in data["files"]]
             write_json(data, self.manifest_path)
         return data

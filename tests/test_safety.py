@@ -179,7 +179,7 @@ def test_three_derives_at_once_each_list_their_set(run_copy):
 def test_the_run_lock_waits_and_lets_go(run_copy):
     run, order = RunDir(run_copy), []
     with run.locked():
-        waiter = threading.Thread(target=lambda: run.update_manifest(lambda m: order.append("second")))
+        waiter = threading.Thread(target=lambda: run.update_manifest([], lambda m: order.append("second")))
         waiter.start()
         waiter.join(0.5)
         order.append("first")

@@ -254,6 +254,7 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
             run = RunDir(path)
             manifest = run.manifest()
             names = [run.resolve_set(vector_set)] if vector_set else sets_of(manifest)
+            seen = saw_sts(manifest)
             for name in names:
                 kv, _, recipe, ready = prepared_set(run, name)
                 lowercase = bool(manifest["vocabulary"]["lowercase"])
@@ -263,7 +264,7 @@ def score_inputs(paths: Sequence[Path], vector_set: str | None, pairs: StsPairs)
                 else:
                     encode = mean_of_words(to_keyed_vectors(kv.index_to_key, ready), lowercase)
                 label = f"{path.name} {name} ({recipe.name})"
-                meta = {"set": name, "recipe": recipe.to_json(), "saw_sts": saw_sts(manifest)}
+                meta = {"set": name, "recipe": recipe.to_json(), "saw_sts": seen}
                 scores.append(score_sts(encode, pairs, label, meta))
         else:
             scores.append(score_sts(mean_of_words(read_vectors(path)), pairs, path.name))

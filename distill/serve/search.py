@@ -60,10 +60,11 @@ class Searcher:
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
         words, unit = list(kv.index_to_key), l2_normalize(kv.vectors)
-        index = _saved_index(index_path, kind, words, unit)
+        digest = None if kind is IndexKind.FLAT else _digest(words, unit)  # a flat index holds its vectors
+        index = _saved_index(index_path, words, unit, digest)
         if index is None:
             index = build_faiss_index(kv.vectors, kind)
-            _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index)
+            _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index, digest)
         fallback = open_fallback(path, name, oov) if path.is_dir() else None
         return cls(words, unit, index, kind, fallback)
 
@@ -117,9 +118,9 @@ def _source_path(index_path: Path) -> Path:
     return index_path.with_name(index_path.name + ".source.json")
 
 
-def _saved_index(index_path: Path, kind: IndexKind, words: list[str], unit: np.ndarray) -> Any:
-    """The index saved at ``index_path`` when it is proven built from these vectors (a flat index by its stored
-    vectors, another kind by the digest recorded beside it), else None: it is built again."""
+def _saved_index(index_path: Path, words: list[str], unit: np.ndarray, digest: str | None) -> Any:
+    """The index saved at ``index_path`` when it is proven built from these vectors (a flat index, ``digest``
+    None, by its stored vectors; another kind by ``digest`` recorded beside it), else None: it is built again."""
     if not index_path.is_file() or index_path.is_symlink():
         return None
     try:
@@ -128,7 +129,7 @@ def _saved_index(index_path: Path, kind: IndexKind, words: list[str], unit: np.n
         return None  # damaged: built again
     if saved != words or index.ntotal != len(words):
         return None
-    if kind is IndexKind.FLAT:
+    if digest is None:
         stored = on_cpu(index).reconstruct_n(0, index.ntotal) if index.ntotal else unit
         return index if np.array_equal(stored, unit) else None
     source = _source_path(index_path)
@@ -136,21 +137,28 @@ def _saved_index(index_path: Path, kind: IndexKind, words: list[str], unit: np.n
         recorded = json.loads(source.read_text(encoding="utf-8")) if source.is_file() else {}
     except (OSError, ValueError):
         return None
-    return index if isinstance(recorded, dict) and recorded.get("vectors_sha256") == _digest(words, unit) else None
+    return index if isinstance(recorded, dict) and recorded.get("vectors_sha256") == digest else None
 
 
 def _save_index(
-    run: Path | None, index_path: Path, kind: IndexKind, words: list[str], unit: np.ndarray, index: Any
+    run: Path | None,
+    index_path: Path,
+    kind: IndexKind,
+    words: list[str],
+    unit: np.ndarray,
+    index: Any,
+    digest: str | None,
 ) -> None:
-    """Save a built index beside its vectors (in a run folder: listed in its manifest, under its lock); a folder
-    that cannot be written keeps nothing, and the index is built again next time."""
+    """Save a built index beside its vectors, with the ``digest`` of the vectors beside it unless it is flat (in a
+    run folder: listed in its manifest, under its lock); a folder that cannot be written keeps nothing, and the
+    index is built again next time."""
     if run is None and not index_path.parent.is_dir():
         return
-    source = _source_path(index_path)
     try:
-        files = write_faiss(words, unit, index_path, kind, index)
-        write_json({"kind": kind.value, "vectors_sha256": _digest(words, unit)}, source)
+        files = list(write_faiss(words, unit, index_path, kind, index))
+        if digest is not None:
+            files.append(write_json({"kind": kind.value, "vectors_sha256": digest}, _source_path(index_path)))
         if run is not None:
-            RunDir(run).update_manifest(lambda _: None, [p.name for p in (*files, source)])
+            RunDir(run).update_manifest([p.name for p in files])
     except OutputError as err:
         logger.warning("the %s index is not saved (%s); it is built again next time", kind.value, err)
