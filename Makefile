@@ -98,6 +98,7 @@ test-all: install
 lint: install
 	$(VENV)/bin/ruff check distill tests benchmarks
 	$(VENV)/bin/ruff format --check distill tests benchmarks
+	$(VENV)/bin/mypy distill
 
 bench: install
 	$(PY) benchmarks/throughput.py

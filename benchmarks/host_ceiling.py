@@ -28,11 +28,12 @@ import torch
 
 from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
-from distill.corpus import batched, build_vocabulary, count_words, iter_lines
+from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoders.alignment import make_windows, pad_windows
 from distill.encoding.batches import ChunkDone, iter_batches, token_batches
 from distill.encoding.workers import sort_prepared, usable_cores
+from distill.iterate import batched
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 

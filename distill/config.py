@@ -48,14 +48,6 @@ class StoreKind(str, enum.Enum):
     DEVICE = "device"
 
 
-class StoreDType(str, enum.Enum):
-    """Numbers in the occurrence store."""
-
-    AUTO = "auto"
-    FLOAT32 = "float32"
-    FLOAT16 = "float16"
-
-
 class Engine(str, enum.Enum):
     """Who runs the encoding pass."""
 
@@ -64,12 +56,42 @@ class Engine(str, enum.Enum):
 
 
 class DType(str, enum.Enum):
-    """Numbers the model runs in."""
+    """Numbers: those the model runs in, the occurrence store holds, an export stores. Each use takes some of
+    them (:func:`check_dtype`)."""
 
-    AUTO = "auto"
+    AUTO = "auto"  # chosen for the device (the model) or the memory (the store)
     FLOAT32 = "float32"
     FLOAT16 = "float16"
-    BFLOAT16 = "bfloat16"
+    BFLOAT16 = "bfloat16"  # the model only
+    INT8 = "int8"  # exports only, with a float32 scale
+
+
+#: The numbers each use takes.
+MODEL_DTYPES = (DType.AUTO, DType.FLOAT32, DType.FLOAT16, DType.BFLOAT16)
+STORE_DTYPES = (DType.AUTO, DType.FLOAT32, DType.FLOAT16)
+EXPORT_DTYPES = (DType.FLOAT32, DType.FLOAT16, DType.INT8)
+
+
+def check_dtype(dtype: DType | str, allowed: Sequence[DType], option: str) -> DType:
+    """``dtype`` as a DType, when ``option`` takes it; ConfigError naming the choices otherwise."""
+    found = parse_choices(DType, [dtype], option.lstrip("-"), many=False)[0]
+    if found not in allowed:
+        raise ConfigError(f"{option} {found.value} is not available; use one of: {', '.join(d.value for d in allowed)}")
+    return found
+
+
+class Oov(str, enum.Enum):
+    """What a word outside the vocabulary gets, in the benchmarks and in ``distill.load``."""
+
+    STANDARD = "standard"  # skip items with a missing word; coverage reported
+    PAPER = "paper"  # a missing word gets the mean vector; every item scored
+    PIECES = "pieces"  # a missing word gets the run's fallback (its pieces' vectors); every item scored
+    ALONE = "alone"  # a missing word gets the run's model reading it alone; every item scored
+
+    @property
+    def fallback(self) -> bool:
+        """Whether the policy gives missing words a vector of the run's own (a run folder's sets only)."""
+        return self in (Oov.PIECES, Oov.ALONE)
 
 
 class Effect(str, enum.Enum):
@@ -115,50 +137,80 @@ def parse_poolings(spec: str | Sequence[str | Pooling]) -> tuple[Pooling, ...]:
     return parse_choices(Pooling, spec, "pooling")
 
 
-def best_layers(n_layers: int) -> tuple[int, ...]:
+_LAYER_SYNTAX = "use an index (1), a list (1,3), a range (0-3) or all"
+
+
+@dataclass(frozen=True)
+class Layers:
+    """Hidden states asked for (0 = embedding output, 1 = first layer), as Hugging Face numbers them; parsed
+    once from the option, resolved once the model's depth is known. ``str()`` gives the option back."""
+
+    indices: tuple[int, ...] | None = None  # sorted, each once; None: every hidden state ("all")
+
+    @classmethod
+    def parse(cls, spec: Layers | str | int | Sequence[int]) -> Layers:
+        """``"1"``, ``"1,3"``, ``"0-3"``, ``"all"``, ``2`` or ``[0, 6]``; ConfigError for anything else."""
+        if isinstance(spec, Layers):
+            return spec
+        if isinstance(spec, bool):
+            raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}")
+        if isinstance(spec, int):
+            items = [spec]
+        elif isinstance(spec, (list, tuple)):
+            items = [_layer_index(x, spec) for x in spec]
+        elif str(spec).strip().lower() == "all":
+            return cls(None)
+        else:
+            items = [i for part in str(spec).split(",") for i in _layer_range(part.strip(), spec)]
+        if not items:
+            raise ConfigError("no layer requested; use e.g. --layers 1")
+        if min(items) < 0:
+            raise ConfigError(f"layer {min(items)} is out of range: layers count from 0 (0 = embedding output)")
+        return cls(tuple(sorted(set(items))))
+
+    def resolve(self, n_layers: int) -> tuple[int, ...]:
+        """The layer indices in a model of ``n_layers`` transformer layers; ConfigError for one beyond it."""
+        if self.indices is None:
+            return tuple(range(n_layers + 1))
+        if self.indices[-1] > n_layers:
+            raise ConfigError(
+                f"layer {self.indices[-1]} is out of range: this model has hidden states 0..{n_layers} "
+                "(0 = embedding output, 1 = first layer)"
+            )
+        return self.indices
+
+    def __str__(self) -> str:
+        if self.indices is None:
+            return "all"
+        first, last = self.indices[0], self.indices[-1]
+        if len(self.indices) > 1 and self.indices == tuple(range(first, last + 1)):
+            return f"{first}-{last}"
+        return ",".join(map(str, self.indices))
+
+
+def _layer_index(value: Any, spec: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}")
+    try:
+        return int(value)
+    except ValueError as err:
+        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}") from err
+
+
+def _layer_range(part: str, spec: Any) -> list[int]:
+    try:
+        lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
+    except ValueError as err:
+        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}") from err
+    if lo > hi:
+        raise ConfigError(f"layer range {part!r} runs backwards; write it low-high")
+    return list(range(lo, hi + 1))
+
+
+def best_layers(n_layers: int) -> Layers:
     """The layers of the recommended set: the upper third (4-6 of 6, 8-12 of 12), as the quality sweep chose."""
     first = max(1, -(-2 * n_layers // 3))
-    return tuple(range(min(first, n_layers), n_layers + 1))
-
-
-def _layer_items(text: str, spec: Any) -> list[int]:
-    items: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
-        except ValueError as err:
-            raise ConfigError(
-                f"cannot read layer spec {spec!r}; use an index (1), a list (1,3), a range (0-3) or all"
-            ) from err
-        if lo > hi:
-            raise ConfigError(f"layer range {part!r} runs backwards; write it low-high")
-        items.extend(range(lo, hi + 1))
-    return items
-
-
-def parse_layers(spec: str | int | Sequence[int], n_layers: int | None) -> tuple[int, ...]:
-    """``"1"``, ``"1,3"``, ``"0-3"``, ``"all"`` -> sorted layer indices in ``0..n_layers``.
-
-    ``n_layers`` is the number of transformer layers (hidden state 0 is the embedding output); None
-    checks the syntax and that no index is negative, before the model's depth is known.
-    """
-    if isinstance(spec, int):
-        items = [spec]
-    elif isinstance(spec, (list, tuple)):
-        items = [int(x) for x in spec]
-    elif str(spec).strip().lower() == "all":
-        return tuple(range(n_layers + 1)) if n_layers is not None else (0,)
-    else:
-        items = _layer_items(str(spec).strip().lower(), spec)
-    if not items:
-        raise ConfigError("no layer requested; use e.g. --layers 1")
-    top = n_layers if n_layers is not None else max(max(items), 0)
-    bad = [i for i in items if not 0 <= i <= top]
-    if bad:
-        where = f"this model has hidden states 0..{n_layers}" if n_layers is not None else "layers count from 0"
-        raise ConfigError(f"layer {bad[0]} is out of range: {where} (0 = embedding output, 1 = first layer)")
-    return tuple(sorted(set(items)))
+    return Layers(tuple(range(min(first, n_layers), n_layers + 1)))
 
 
 @dataclass(frozen=True)
@@ -175,7 +227,9 @@ class RunConfig:
         INPUT,
     )
     out: str | None = option(None, "Output folder. Default: outputs/<model>-<corpus>.", OUTPUT, Effect.NONE)
-    layers: str = option("1", "Hidden states to keep: 1, 1,3, 0-3 or all (0 = embedding output).", MODEL)
+    layers: Layers = option(
+        Layers((1,)), "Hidden states to keep: 1, 1,3, 0-3 or all (0 = embedding output).", MODEL, cli_type=str
+    )
     pooling: tuple[Pooling, ...] = option(
         (Pooling.PC,), "pc (first principal component, the paper's), mean, or both: pc,mean.", OUTPUT, cli_type=str
     )
@@ -228,6 +282,7 @@ class RunConfig:
         "auto (bfloat16/float16 on a GPU, float32 on a CPU), float32, float16 (GPUs only) or bfloat16 (fast on "
         "CPUs with AMX: see benchmarks/RESULTS.md).",
         MODEL,
+        cli_type=str,
     )
     gguf_file: str | None = option(
         None, "GGUF weights file inside the model folder (transformers' GGUF loading).", MODEL
@@ -275,11 +330,12 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
-    store_dtype: StoreDType = option(
-        StoreDType.AUTO,
+    store_dtype: DType = option(
+        DType.AUTO,
         "Numbers in the occurrence store: float32, float16 (half the memory and disk), or auto (float16 when "
         "float32 would take over half the available memory).",
         SCALE,
+        cli_type=str,
     )
     store: StoreKind = option(
         StoreKind.AUTO,
@@ -327,7 +383,7 @@ class RunConfig:
                 object.__setattr__(self, name, parse_choices(kind, [value], name.replace("_", " "), many=False)[0])
         object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
-        object.__setattr__(self, "layers", str(self.layers))
+        object.__setattr__(self, "layers", Layers.parse(self.layers))
         check_config(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -336,6 +392,7 @@ class RunConfig:
             if isinstance(value, enum.Enum):
                 data[key] = value.value
         data["pooling"] = [p.value for p in self.pooling]
+        data["layers"] = str(self.layers)
         data["corpus"] = list(self.corpus)
         return data
 
@@ -425,6 +482,8 @@ def _check_numbers(config: RunConfig) -> None:
 
 
 def _check_device(config: RunConfig) -> None:
+    check_dtype(config.dtype, MODEL_DTYPES, "--dtype")
+    check_dtype(config.store_dtype, STORE_DTYPES, "--store-dtype")
     device = config.device
     if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
         raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
@@ -455,4 +514,3 @@ def check_config(config: RunConfig) -> None:
     _check_paths(config)
     if config.engine is Engine.RAY and (config.pieces or config.teacher):
         raise ConfigError("--pieces and --teacher are not available with --engine ray; run with --engine local")
-    parse_layers(config.layers, n_layers=None)  # the range is checked once the model's depth is known

@@ -11,18 +11,16 @@ import sys
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import regex
 
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
-from distill.rundir import listed_files
+from distill.iterate import batched
 
 logger = logging.getLogger(__name__)
 
@@ -108,10 +106,15 @@ def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
 CORPUS_SUFFIXES = (".txt", ".gz")
 
 
-def _corpus_files(root: Path) -> list[str]:
+#: ``outputs_of(folder)``: the names of files in ``folder`` that some program wrote and that are no corpus
+#: (a distill run's outputs: :func:`distill.rundir.listed_files`).
+OutputsOf = Callable[[Path], Collection[str]]
+
+
+def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> list[str]:
     """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
-    run's work folder) nor an output of a distill run kept in the same folder."""
-    ours: dict[Path, set[str]] = {}
+    run's work folder) nor named by ``outputs_of`` their folder."""
+    ours: dict[Path, Collection[str]] = {}
     found = []
     for path in root.rglob("*"):
         if not path.name.endswith(CORPUS_SUFFIXES) or not path.is_file():
@@ -119,20 +122,20 @@ def _corpus_files(root: Path) -> list[str]:
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
         if path.parent not in ours:
-            ours[path.parent] = listed_files(path.parent)
+            ours[path.parent] = outputs_of(path.parent) if outputs_of is not None else ()
         if path.name not in ours[path.parent]:
             found.append(str(path))
     return sorted(found)
 
 
-def expand_corpus(paths: Sequence[str]) -> list[str]:
+def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> list[str]:
     """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted;
-    hidden files and the outputs of a distill run in that folder are left out."""
+    hidden files and those ``outputs_of`` names are left out."""
     files: list[str] = []
     for path in paths:
         folder = Path(path)
         if path != "-" and folder.is_dir():
-            found = _corpus_files(folder)
+            found = _corpus_files(folder, outputs_of)
             if not found:
                 raise ConfigError(f"corpus folder {path} holds no .txt or .gz file")
             files += found
@@ -146,16 +149,18 @@ def iter_lines(
     errors: EncodingErrors = EncodingErrors.STRICT,
     stats: CorpusStats | None = None,
     sentences: bool = False,
+    outputs_of: OutputsOf | None = None,
 ) -> Iterator[str]:
     """Yield every line of every file (folders: their .txt/.gz files), stripped, empty lines skipped; ``-``: stdin.
-    With ``sentences``, each line's sentences instead (:func:`split_sentences`), counted as lines.
+    With ``sentences``, each line's sentences instead (:func:`split_sentences`), counted as lines. Folders are
+    read as :func:`expand_corpus` says, leaving out the files ``outputs_of`` names.
 
     Files are streamed, never held whole. Raises ConfigError naming file and line for bytes that
     are not UTF-8 (unless ``errors`` is ``replace``) and for a corpus with no text at all.
     """
     stats = stats if stats is not None else CorpusStats()
     total = 0
-    for path in expand_corpus(paths):
+    for path in expand_corpus(paths, outputs_of):
         handle, name = _open_text(path)
         digest = hashlib.sha256()
         n_lines = 0
@@ -194,13 +199,6 @@ def iter_lines(
         raise ConfigError(
             f"the corpus ({', '.join(paths)}) has no text; give files with one sentence or paragraph per line"
         )
-
-
-def batched(items: Iterable[Any], n: int) -> Iterator[list[Any]]:
-    """Lists of ``n`` consecutive items (the last one shorter)."""
-    iterator = iter(items)
-    while chunk := list(islice(iterator, n)):
-        yield chunk
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:

@@ -64,7 +64,7 @@ def bare_name(name: object, where: str | Path) -> str:
     folder it came from) otherwise."""
     if not is_bare_name(name):
         raise ConfigError(f"{where} names {name!r}, which is not a plain file name; it is damaged or not distill's")
-    return name
+    return str(name)
 
 
 def member(folder: str | Path, name: object, where: str | Path | None = None) -> Path:

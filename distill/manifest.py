@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from distill.errors import ConfigError
 from distill.files import bare_name
 
 
-def is_our_manifest(data: Any) -> bool:
+def is_our_manifest(data: Any) -> TypeGuard[dict[str, Any]]:
     """Whether a parsed ``manifest.json`` claims to be a distill run's (checked in full by :func:`check_manifest`)."""
     return isinstance(data, dict) and "distill_version" in data and isinstance(data.get("files"), list)
 

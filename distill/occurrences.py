@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import regex
 
-from distill.corpus import BLOCK_LINES, WORD_RE, Vocabulary, batched
+from distill.corpus import BLOCK_LINES, WORD_RE, Vocabulary
+from distill.iterate import batched
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class SamplingStats:
     sentences_read: int = 0
     sentences_kept: int = 0  # holding at least one occurrence to encode
 
-    def to_json(self, method: str, corpus_lines: int) -> dict[str, object]:
+    def to_json(self, method: str, corpus_lines: int) -> dict[str, Any]:
         return {
             "method": method,
             "sentences_read": self.sentences_read,

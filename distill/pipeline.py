@@ -27,25 +27,27 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Engine, Pooling, RunConfig, best_layers, parse_layers, token_budget
+from distill.config import Engine, Pooling, RunConfig, best_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
-from distill.derive import Recipe, derived_vectors
+from distill.derive import DerivePooling, Recipe, derived_vectors
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
-from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.driver import EncodePass, encode_pass, store_kind
 from distill.errors import ConfigError, require
-from distill.files import check_writable, write_json
+from distill.files import check_writable
+from distill.names import VOCAB, set_files, set_name
 from distill.occurrences import SamplePlan, plan_sample
 from distill.paths import default_corpus, default_gguf, default_out, resolve_model
 from distill.progress import track
 from distill.reduction import reduce_words
-from distill.rundir import MANIFEST, VOCAB, RunDir, load, set_name, write_vocab
+from distill.rundir import RunDir, listed_files, load, write_vocab
 from distill.serve.alone import AloneFallback
 from distill.serve.pieces import PieceSums
 from distill.tune.teacher import TeacherTargets, teacher_pooling
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
+from distill.vectors.postprocess import Combine
+from distill.workdir import WorkDir, fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class RunResult:
         if isinstance(key, str):
             return self.vectors[self.manifest["best"] if key == "best" else key]
         layer, pooling = key if isinstance(key, tuple) else (key, self.manifest["config"]["pooling"][0])
-        return self.vectors[set_name(layer, Pooling(pooling).value)]
+        return self.vectors[set_name(layer, Pooling(pooling))]
 
 
 class Timings(dict[str, float]):
@@ -106,7 +108,8 @@ class Plan:
         return self.sets + tuple(extra)
 
     def _best_layers(self) -> tuple[int, ...]:
-        return best_layers(int(self.model_config.num_hidden_layers)) if self.best is not None else ()
+        n_layers = int(self.model_config.num_hidden_layers)
+        return best_layers(n_layers).resolve(n_layers) if self.best is not None else ()
 
 
 @dataclass
@@ -182,14 +185,14 @@ def plan_run(config: RunConfig) -> Plan:
     model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
     check_window(config, model_config)
     n_layers = int(model_config.num_hidden_layers)
-    asked = parse_layers(config.layers, n_layers)
+    asked = config.layers.resolve(n_layers)
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
     best = None
     layers = asked
     if config.best:
         top = best_layers(n_layers)
-        best = Recipe(layers=f"{top[0]}-{top[-1]}", pooling="mean", combine="mean", alone=config.alone_weight)
-        layers = tuple(sorted(set(asked) | set(top)))
+        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight)
+        layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
     if config.teacher:  # the teacher's sentence embedding pools the last layer
         layers = tuple(sorted(set(layers) | {n_layers}))
     out = Path(config.out) if config.out else default_out(config.model, corpus)
@@ -207,7 +210,7 @@ def _streamed(corpus: str) -> bool:
     return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
 
 
-def _spool(corpus: tuple[str, ...], directory: Path) -> tuple[str, ...]:
+def _spool(corpus: tuple[str, ...], work: WorkDir) -> tuple[str, ...]:
     """The corpus is read twice (count, then encode): inputs that can be read only once are copied into the
     work folder first, each once."""
     spooled = []
@@ -215,7 +218,7 @@ def _spool(corpus: tuple[str, ...], directory: Path) -> tuple[str, ...]:
         if not _streamed(path):
             spooled.append(path)
             continue
-        copy = directory / ("stdin.txt" if path == "-" else f"input-{i}.txt")
+        copy = work.input_copy(i, stdin=path == "-")
         with open(copy, "wb") as handle:
             if path == "-":
                 shutil.copyfileobj(sys.stdin.buffer, handle)
@@ -227,7 +230,7 @@ def _spool(corpus: tuple[str, ...], directory: Path) -> tuple[str, ...]:
 
 
 def _lines(plan: Plan, desc: str | None, stats: CorpusStats | None) -> Any:
-    lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats, plan.config.split_sentences)
+    lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats, plan.config.split_sentences, listed_files)
     return lines if desc is None else track(lines, desc, "lines", disable=not plan.config.progress)
 
 
@@ -322,7 +325,7 @@ def reduce_and_write(
     result.files.append(VOCAB)
     try:
         for layer, pooling in plan.reduced:
-            name = set_name(layer, pooling.value)
+            name = set_name(layer, pooling)
             matrix = reduce_words(store.layer(layer), sample.offsets, filled, pooling, position=store.position,
                                   device=encoder.device, normalize=plan.config.normalize,
                                   progress=plan.config.progress, desc=name)[keep]  # fmt: skip
@@ -331,7 +334,7 @@ def reduce_and_write(
             kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
             if (layer, pooling) in written:
                 pending += run.write_set(name, kv, writer.submit)
-                result.files += run.set_files(name)
+                result.files += set_files(name)
         for future in pending:
             future.result()  # raises the first write error (disk full ...) here
     finally:
@@ -342,24 +345,24 @@ def reduce_and_write(
 def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dict[str, Any]]:
     """The recommended set, derived from the vectors in memory (and the words read alone by ``encoder`` with
     ``--alone-weight``) and written like any set."""
-    assert plan.best is not None
-    vectors = reduced.vectors
+    best, vectors = plan.best, reduced.vectors
+    assert best is not None
 
     def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-        return AloneFallback(encoder, layers, plan.best.combine.value).matrix(words)
+        return AloneFallback(encoder, layers, best.combine.value).matrix(words)
 
     words, x, layers = derived_vectors(
-        plan.best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],
+        best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],
         read_alone,
     )  # fmt: skip
-    name = plan.best.name(layers)
+    name = best.name(layers)
     kv = vectors[name] = to_keyed_vectors(words, x, reduced.counts)
     run = RunDir(plan.out)
     run.write_set(name, kv)
-    reduced.files += run.set_files(name)
+    reduced.files += set_files(name)
     for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
-        del vectors[set_name(layer, pooling.value)]
-    return name, plan.best.to_json(layers)
+        del vectors[set_name(layer, pooling)]
+    return name, best.to_json(layers)
 
 
 def analyze(
@@ -382,7 +385,7 @@ def analyze(
     elapsed = time.perf_counter() - t0
     analysis.update(
         model=plan.config.model,
-        corpus=", ".join(Path(f["path"]).name for f in stats.files),
+        corpus=", ".join(Path(str(f["path"])).name for f in stats.files),
         label=f"{Path(plan.config.model.rstrip('/')).name}",
         seconds=elapsed,
         distill_seconds=seconds,
@@ -465,16 +468,22 @@ def run_pipeline(config: RunConfig) -> RunResult:
     created = not plan.out.exists()
     out = check_writable(plan.out)
     resumable = config.resume and not any(map(_streamed, plan.corpus))  # stdin or a FIFO cannot be read again
-    work = WorkDir(out)
-    # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
-    reused = work.open(
-        fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
-    )
+    run = RunDir(out)
+    lock = run.claim()  # held until the run ends: one run writes here at a time
+    try:
+        work = WorkDir(out)
+        # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
+        reused = work.open(
+            fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
+        )
+    except BaseException:
+        lock.release()
+        raise
     config = plan.config  # with its defaults resolved
     finished = failed = False
     try:
-        RunDir(out).clear_previous()  # under the lock: a finished folder never mixes two runs
-        plan = dataclasses.replace(plan, corpus=_spool(plan.corpus, work.path))
+        run.clear_previous()  # under the lock: a finished folder never mixes two runs
+        plan = dataclasses.replace(plan, corpus=_spool(plan.corpus, work))
         with timings("load_model"):
             encoder = load_model(plan)
         lowercase = encoder.uncased if config.lowercase is None else config.lowercase
@@ -509,7 +518,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         manifest.timings_seconds = {k: round(v, 3) for k, v in timings.items()}
         if best is not None:
             manifest.best, manifest.derived = best[0], {best[0]: best[1]}
-        write_json(manifest.to_json(), out / MANIFEST)
+        run.write_manifest(manifest.to_json())
         finished = True
         return RunResult(out=out, vectors=reduced.vectors, manifest=manifest.to_json())
     except ConfigError:
@@ -521,24 +530,9 @@ def run_pipeline(config: RunConfig) -> RunResult:
         raise RunInterrupted(f"interrupted; {how if resumable else 'stdin cannot be read again'}") from err
     finally:
         work.close(remove=finished or not resumable)
+        lock.release()
         if created and failed:
             _remove_if_empty(out)
-
-
-def run(**options: Any) -> RunResult:
-    """Python API mirroring ``distill run``: ``distill.run(model="minilm", layers="1,2", corpus=[...])``."""
-    if isinstance(options.get("corpus"), (str, Path)):
-        options["corpus"] = (options["corpus"],)
-    if "layers" in options and not isinstance(options["layers"], str):
-        layers = options["layers"]
-        options["layers"] = ",".join(str(x) for x in ([layers] if isinstance(layers, int) else layers))
-    if options.get("out") is not None:
-        options["out"] = str(options["out"])
-    known = {f.name for f in dataclasses.fields(RunConfig)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ConfigError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    return run_pipeline(RunConfig(**options))
 
 
 def summary(result: RunResult) -> str:
@@ -558,4 +552,4 @@ def summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RunResult", "load", "run", "run_pipeline", "summary"]
+__all__ = ["RunResult", "load", "run_pipeline", "summary"]

@@ -113,8 +113,8 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
         candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
     exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
     folders = []
-    for fmt, folder in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
-        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / folder)
+    for fmt, name in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
+        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name)
         folders.append(path)
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
     scores += [score for name, score in candidates.items() if name != exported]

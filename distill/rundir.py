@@ -1,15 +1,11 @@
-"""A run folder and every file name in it: vector sets, vocabulary, manifest, piece vectors, work folder.
-
-A *set* is one vector per word, named for how it was made: ``layer{L}.{pooling}`` for a layer and
-pooling of the run (``layer1.pc``), or a derived name (``layers4-6.mean``). Each set has a word2vec
-text and binary file, a FAISS index and its word list.
+"""A run folder: its manifest (every change to it under the run's lock), its vocabulary and its vector sets,
+each a word2vec text and binary file, a FAISS index and its word list. :mod:`distill.names` names the files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,23 +18,7 @@ from distill.errors import ConfigError
 from distill.files import atomic_path, bare_name, is_bare_name, member, write_json
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
-
-MANIFEST = "manifest.json"
-VOCAB = "vocab.tsv"
-WORK_DIR = ".distill-work"
-LOCK_FILE = ".distill.lock"
-ANALYSIS = "analysis.json"
-TABLE_DIR = "table"
-BASELINES_DIR = "baselines"
-EXPORT_DIR = "export"
-#: The files of one set, by suffix after its name.
-SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")
-#: ``layer{L}.{pooling}.txt`` or ``.bin``: a layer set's vector file.
-LAYER_FILE = re.compile(r"^layer(\d+)\.(\w+)\.(txt|bin)$")
-#: ``layer{L}.{pooling}``: the name of a single layer's set.
-SET_LAYER = re.compile(r"^layer(\d+)\.(pc|mean)$")
-#: What :func:`distill.files.atomic_path` writes before the rename: ``.{name}.tmp-{pid}``.
-TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
+from distill.names import LOCK_FILE, MANIFEST, VOCAB, is_pieces_file, is_temporary, layer_file, set_name, set_of_file
 
 
 def words_per_line(manifest: dict[str, Any]) -> float:
@@ -62,24 +42,9 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def set_name(layer: int, pooling: str) -> str:
-    """``layer1.pc``: the set of one layer and pooling."""
-    return f"layer{int(layer)}.{pooling}"
-
-
 def has_piece_vectors(folder: Path) -> bool:
     """Whether a run folder holds piece vectors (``--pieces``), checked without reading them."""
-    return any(folder.glob("layer*.pieces.npz"))
-
-
-def pieces_name(layer: int) -> str:
-    """The piece vectors of one layer (``--pieces``)."""
-    return f"layer{int(layer)}.pieces.npz"
-
-
-def tuned_pieces_name(set_name: str) -> str:
-    """The pieces of a tuned set (``distill tune`` of a run with piece vectors), trained with its words."""
-    return f"{set_name}.pieces.npz"
+    return any(is_pieces_file(p.name) for p in folder.iterdir()) if folder.is_dir() else False
 
 
 def write_vocab(words: Sequence[str], counts: np.ndarray, path: str | Path) -> Path:
@@ -129,6 +94,19 @@ class RunDir:
         """Hold the run's lock (``.distill.lock``), waiting for another command that holds it."""
         return FolderLock(member(self.path, LOCK_FILE)).held()
 
+    def claim(self) -> FolderLock:
+        """Take the run's lock for a whole distillation, without waiting: a second run writing here at once is
+        refused, and commands that change the manifest (:meth:`update_manifest`) wait for the run. The caller
+        releases it."""
+        lock = FolderLock(member(self.path, LOCK_FILE))
+        if not lock.acquire(wait=False):
+            raise ConfigError(f"another distill run is writing to {self.path}; wait for it or give another --out")
+        return lock
+
+    def write_manifest(self, data: dict[str, Any]) -> None:
+        """Write a finished run's manifest, last (the run holds the lock: :meth:`claim`)."""
+        write_json(check_manifest(data, self.manifest_path), self.manifest_path)
+
     def add_set(self, name: str, record: dict[str, Any], files: Sequence[str]) -> dict[str, Any]:
         """Record a set made from the run (``derived[name]``) and list its ``files``, under the run's lock:
         commands adding sets to one run at once never lose each other's."""
@@ -156,7 +134,7 @@ class RunDir:
     def manifest(self) -> dict[str, Any]:
         """The ``manifest.json`` of a finished run; ConfigError when the folder is not one."""
         if not self.manifest_path.is_file():
-            if any(LAYER_FILE.match(p.name) for p in self._entries()):
+            if any(layer_file(p.name) for p in self._entries()):
                 raise ConfigError(
                     f"{self.path} holds vector files but no {MANIFEST}: the run that wrote them did not finish "
                     "(killed, or the disk filled up); run it again"
@@ -174,7 +152,7 @@ class RunDir:
         data = self.manifest()
         listed = set(data["files"])
         missing = sorted(name for name in listed if not member(self.path, name, self.manifest_path).is_file())
-        unlisted = sorted(p.name for p in self._entries() if LAYER_FILE.match(p.name) and p.name not in listed)
+        unlisted = sorted(p.name for p in self._entries() if layer_file(p.name) and p.name not in listed)
         if missing or unlisted:
             what = f"{missing[0]} is missing" if missing else f"{unlisted[0]} is not from its run"
             raise ConfigError(f"{self.path} is incomplete or mixed ({what}); run the distillation again")
@@ -197,7 +175,7 @@ class RunDir:
                 if target.is_file():
                     target.unlink()
         for stale in self._entries():
-            if TEMPORARY.match(stale.name) and (stale.is_file() or stale.is_symlink()):
+            if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()
 
     def counts(self, words: Sequence[str]) -> np.ndarray | None:
@@ -217,7 +195,7 @@ class RunDir:
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer < 0:
             raise ConfigError(f"layer {layer!r} is not a layer number; give an integer such as 1 (0 = embeddings)")
         try:
-            return set_name(layer, Pooling(pooling).value)
+            return set_name(layer, Pooling(pooling))
         except ValueError as err:
             raise ConfigError(
                 f"unknown pooling {pooling!r}; use one of: {', '.join(p.value for p in Pooling)}"
@@ -237,10 +215,6 @@ class RunDir:
             what = "no recommended set (distil with --best)" if name is None else f"no set {name}"
             raise ConfigError(f"{self.path} has {what}; its sets: {', '.join(sets_of(data))}")
         return name
-
-    def set_files(self, name: str) -> list[str]:
-        """The file names of set ``name``."""
-        return [f"{name}{suffix}" for suffix in SET_SUFFIXES]
 
     def write_set(self, name: str, kv: Any, submit: Callable[..., Any] | None = None) -> list[Any]:
         """Write set ``name`` (text, binary, FAISS index); ``submit(fn, *args, **kwargs)`` may run the three
@@ -269,7 +243,7 @@ class RunDir:
 
 def sets_of(manifest: dict[str, Any]) -> list[str]:
     """The names of the vector sets a run's manifest lists."""
-    return [name.removesuffix(".bin") for name in manifest["files"] if name.endswith(".bin")]
+    return [name for name in map(set_of_file, manifest["files"]) if name is not None]
 
 
 def load_file(path: str | Path) -> Any:

@@ -16,7 +16,7 @@ import pytest
 
 import distill
 from distill.errors import ConfigError
-from distill.rundir import TEMPORARY, WORK_DIR
+from distill.names import WORK_DIR, is_temporary
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 
 from .conftest import TINY_CORPUS
@@ -110,7 +110,7 @@ def test_a_reused_output_folder_holds_only_the_new_run(tiny_bert_dir, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     ours = {p.name for p in out.iterdir()} - {"notes.txt"}
     assert ours == {"manifest.json", *manifest["files"]}  # nothing of the first run, no stale temporary
-    assert not any(TEMPORARY.match(name) for name in ours)
+    assert not any(is_temporary(name) for name in ours)
     assert (out / "notes.txt").read_text() == "the user's own file"
     done = _cli("neighbors", str(out), "king", "--layer", "2")
     _one_error(done, "has no set layer2.pc")
@@ -222,8 +222,8 @@ def test_options_that_cannot_work_fail_before_any_model_loads(tiny_bert_dir, tmp
 
 
 def test_a_damaged_checkpoint_says_run_again_with_restart(tmp_path):
-    from distill.encoding.checkpoint import WorkDir
     from distill.errors import OutputError
+    from distill.workdir import WorkDir
 
     work = WorkDir(tmp_path)
     work.open(None)

@@ -1,6 +1,6 @@
 import pytest
 
-from distill.config import Pooling, RunConfig, parse_layers, parse_poolings
+from distill.config import Layers, Pooling, RunConfig, parse_poolings
 from distill.errors import ConfigError
 from distill.paths import resolve_model
 
@@ -10,7 +10,7 @@ from distill.paths import resolve_model
     [("1", (1,)), ("3,1", (1, 3)), ("0-3", (0, 1, 2, 3)), ("all", (0, 1, 2, 3, 4, 5, 6)), (2, (2,)), ([0, 6], (0, 6))],
 )
 def test_parse_layers(spec, expected):
-    assert parse_layers(spec, n_layers=6) == expected
+    assert Layers.parse(spec).resolve(n_layers=6) == expected
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,7 @@ def test_parse_layers(spec, expected):
 )
 def test_parse_layers_errors(spec, message):
     with pytest.raises(ConfigError, match=message):
-        parse_layers(spec, n_layers=6)
+        Layers.parse(spec).resolve(n_layers=6)
 
 
 def test_poolings():
@@ -83,3 +83,25 @@ def test_the_mpnet_alias_lives_in_the_cache_folder(tmp_path, monkeypatch):
     (tmp_path / "all-mpnet-base-v2").mkdir()
     (tmp_path / "all-mpnet-base-v2" / "config.json").write_text("{}")
     assert resolve_model("mpnet") == str(tmp_path / "all-mpnet-base-v2")
+
+
+def test_layers_are_parsed_once_and_spelled_back_one_way():
+    assert (
+        str(Layers.parse("3,1,2")) == "1-3" and str(Layers.parse([0, 2])) == "0,2" and str(Layers.parse("ALL")) == "all"
+    )
+    assert RunConfig(layers="1,3").layers == Layers((1, 3))
+    assert RunConfig.from_json(RunConfig(layers="0-3").to_json()).layers == Layers((0, 1, 2, 3))
+    assert Layers.parse("all").resolve(2) == (0, 1, 2)
+
+
+def test_the_python_api_takes_every_run_option_with_its_default_and_its_help():
+    import dataclasses
+    import inspect
+
+    import distill
+
+    parameters = inspect.signature(distill.run).parameters
+    fields = dataclasses.fields(RunConfig)
+    assert list(parameters) == [f.name for f in fields]
+    assert RunConfig(**{name: p.default for name, p in parameters.items()}) == RunConfig()
+    assert all(f"{f.name}: {f.metadata['help']}" in distill.run.__doc__ for f in fields)

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "distill"
 #: Only these know the whole chain; nothing else may import them (but the entry points: the package's
 #: public API, which loads the pipeline on first use, and ``python -m distill``).
 ORCHESTRATORS = ("distill.pipeline", "distill.production", "distill.cli")
-ENTRY_POINTS = ("distill", "distill.__main__")
+ENTRY_POINTS = ("distill", "distill.__main__", "distill.api")
 
 
 def _modules() -> dict[str, Path]:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from distill.errors import ConfigError
-from distill.rundir import SET_SUFFIXES, VOCAB
+from distill.names import SET_SUFFIXES, VOCAB
 from distill.vectors.postprocess import combine, remove_top, unit, whiten
 
 
@@ -54,7 +54,7 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
         progress=False,
     )
     name, kv = derive(tmp_path, Recipe(layers="1-2", pooling="pc+mean", remove_top=1))
-    assert name == "layers1-2.pc-mean.top1"
+    assert name == "layers1-2.pc+mean.top1"
     parts = [unit(distill.load(tmp_path, layer=layer, pooling=p).vectors) for layer in (1, 2) for p in ("pc", "mean")]
     np.testing.assert_allclose(kv.vectors, remove_top(combine(parts), 1), atol=1e-6)
     from gensim.models import KeyedVectors
@@ -71,8 +71,8 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
 def test_best_layers_are_the_upper_third():
     from distill.config import best_layers
 
-    assert best_layers(6) == (4, 5, 6) and best_layers(12) == tuple(range(8, 13))
-    assert best_layers(2) == (2,) and best_layers(30) == tuple(range(20, 31))
+    assert best_layers(6).resolve(6) == (4, 5, 6) and best_layers(12).resolve(12) == tuple(range(8, 13))
+    assert best_layers(2).resolve(2) == (2,) and best_layers(30).resolve(30) == tuple(range(20, 31))
 
 
 def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from distill.cli import app
-from distill.config import Pooling, RunConfig, parse_choices, parse_layers
+from distill.config import Layers, Pooling, RunConfig, parse_choices
 from distill.errors import ConfigError
 from distill.vectors.reader import read_vectors
 
@@ -23,7 +23,7 @@ SPEC = st.text(alphabet="0123456789-, alL", max_size=12)
 @given(spec=SPEC, n_layers=st.integers(min_value=0, max_value=40))
 def test_layer_specs_parse_to_layers_in_range_or_say_why(spec, n_layers):
     try:
-        layers = parse_layers(spec, n_layers)
+        layers = Layers.parse(spec).resolve(n_layers)
     except ConfigError as err:
         assert str(err)
         return

@@ -42,8 +42,8 @@ def test_ray_engine_refuses_piece_vectors(tiny_bert_dir, tmp_path, local_cluster
 
 def test_a_local_run_interrupted_goes_on_with_ray_to_the_same_vectors(tiny_bert_dir, tmp_path, local_cluster,
                                                                        monkeypatch):  # fmt: skip
-    from distill.encoding.checkpoint import WorkDir
-    from distill.rundir import WORK_DIR
+    from distill.names import WORK_DIR
+    from distill.workdir import WorkDir
 
     corpus = _corpus(tmp_path, 1200)
     options = dict(model=str(tiny_bert_dir), corpus=[str(corpus)], layers="1", min_count=2, max_occurrences=30,

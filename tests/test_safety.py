@@ -150,7 +150,7 @@ def test_a_saved_index_of_other_vectors_is_built_again(tmp_path, rng, kind):
 
 def test_a_checkpoint_of_a_model_changed_in_place_is_not_reused(tiny_bert_dir, tmp_path):
     from distill.config import RunConfig
-    from distill.encoding.checkpoint import fingerprint
+    from distill.workdir import fingerprint
 
     model = Path(shutil.copytree(tiny_bert_dir, tmp_path / "m"))
     config = RunConfig(model=str(model), corpus=(str(TINY_CORPUS),))

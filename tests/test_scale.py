@@ -15,11 +15,12 @@ import pytest
 import distill
 from distill.config import RunConfig
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
-from distill.encoding.checkpoint import WorkDir, fingerprint
 from distill.encoding.store import OccurrenceStore, store_in_memory
 from distill.errors import ConfigError, OutputError
+from distill.names import WORK_DIR
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
-from distill.rundir import WORK_DIR
+from distill.rundir import RunDir
+from distill.workdir import fingerprint
 
 from .conftest import TINY_CORPUS
 
@@ -252,13 +253,12 @@ def test_changed_options_start_afresh_and_a_second_writer_is_refused(tiny_bert_d
     assert "starting afresh" in other.stderr.decode()
     assert json.loads((out / "manifest.json").read_text())["resumed_from_chunk"] is None
 
-    holder = WorkDir(out)
-    holder.open(None)
+    holder = RunDir(out).claim()
     try:
         with pytest.raises(ConfigError, match="another distill run is writing to"):
             distill.run(model=str(tiny_bert_dir), corpus=[str(corpus)], out=str(out), min_count=2, progress=False)
     finally:
-        holder.close(remove=True)
+        holder.release()
 
 
 def test_a_corpus_copied_afresh_keeps_its_checkpoint_and_a_changed_byte_does_not(tmp_path):

@@ -70,6 +70,9 @@ class IntraSentence:
         self.total = np.array(state["total"], dtype=np.float64)
         self.count = int(state["count"])
 
+    def empty(self) -> IntraSentence:
+        return IntraSentence(self.layers)
+
     def merge(self, state: dict[str, np.ndarray]) -> None:
         """Add the sums of another instance (a Ray worker's chunk)."""
         self.total = self.total + state["total"]
@@ -109,7 +112,7 @@ def self_similarity_and_mev(
     *,
     position: np.ndarray | None = None,
     device: torch.device | str = "cpu",
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per word: mean pairwise cosine of its occurrences, sigma_1^2 / ||X||_F^2 of its occurrence matrix, and the
     same of the centered matrix (what ``PCA(1).explained_variance_ratio_`` gives); NaN under 2 / 1 / 2 rows."""
     n_words = len(offsets) - 1
@@ -196,7 +199,9 @@ def analyze_layers(
 ) -> dict[str, Any]:
     """Every measure for every layer; ``words`` in vocabulary order (most frequent first)."""
     if stopwords is None:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as stopwords
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        stopwords = frozenset(ENGLISH_STOP_WORDS)
     eligible = filled >= min_occurrences
     if not eligible.any():
         raise ConfigError(

@@ -9,6 +9,7 @@ from typing import Any
 
 from distill.errors import ConfigError
 from distill.files import atomic_path, check_writable, write_json
+from distill.names import ANALYSIS, ANALYSIS_REPORT
 
 #: (key of the raw value, key of the adjusted value or None, title, file name)
 MEASURES = (
@@ -54,7 +55,7 @@ def markdown(analysis: dict[str, Any]) -> str:
 
 
 def read_analysis(run_dir: str | Path) -> dict[str, Any]:
-    path = Path(run_dir) / "analysis.json"
+    path = Path(run_dir) / ANALYSIS
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no analysis.json; run distill analyze --model ... --out {run_dir} first")
     try:
@@ -106,8 +107,8 @@ def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[P
 
 def write_analysis(analysis: dict[str, Any], out: str | Path) -> list[Path]:
     out = check_writable(out)
-    files = [write_json(analysis, out / "analysis.json")]
-    with atomic_path(out / "analysis.md") as tmp:
+    files = [write_json(analysis, out / ANALYSIS)]
+    with atomic_path(out / ANALYSIS_REPORT) as tmp:
         tmp.write_text(markdown(analysis), encoding="utf-8")
-    files.append(out / "analysis.md")
+    files.append(out / ANALYSIS_REPORT)
     return files + plot_measures([analysis], out)

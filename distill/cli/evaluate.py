@@ -12,6 +12,7 @@ from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_er
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import parse_choices
 from distill.errors import ConfigError
+from distill.names import ANALYSIS_REPORT
 
 
 class Case(str, enum.Enum):
@@ -25,8 +26,9 @@ class Case(str, enum.Enum):
 def evaluation_options(
     benchmarks: str, oov: str, analogy_method: str, analogy_top_n: int | None, case: Case, seed: int
 ) -> Any:
+    from distill.config import Oov
     from distill.evaluation.datasets import REGISTRY
-    from distill.evaluation.metrics import AnalogyMethod, Oov, check_top_n
+    from distill.evaluation.metrics import AnalogyMethod, check_top_n
     from distill.evaluation.report import EvalOptions
 
     names = tuple(REGISTRY) if benchmarks == "all" else tuple(b.strip() for b in benchmarks.split(","))
@@ -277,7 +279,7 @@ def analyze(
         from distill.pipeline import run_pipeline
 
         result = run_pipeline(config_from(run_options, out=out, analyze=True, progress=progress))
-    typer.echo((result.out / "analysis.md").read_text(encoding="utf-8"))
+    typer.echo((result.out / ANALYSIS_REPORT).read_text(encoding="utf-8"))
     a = result.manifest["analysis"]
     total = result.manifest["timings_seconds"]["total"]
     typer.echo(f"analysis: {a['seconds']:.1f} s of {total:.1f} s; files in {result.out}")

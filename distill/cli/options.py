@@ -32,7 +32,8 @@ def _cli_type(f: dataclasses.Field[Any], hint: Any) -> Any:
         inner = next(a for a in args if a is not type(None))
         return Optional[inner]  # typer reads typing.Optional
     if typing.get_origin(hint) is tuple:
-        return Optional[list[args[0]]]
+        item: Any = args[0]
+        return Optional[list[item]]
     return hint
 
 
@@ -51,6 +52,8 @@ def parameters(names: Sequence[str] | None = None, **defaults: Any) -> list[insp
             default = None
         elif "cli_type" in f.metadata and isinstance(default, tuple):
             default = ",".join(d.value if isinstance(d, enum.Enum) else str(d) for d in default)
+        elif "cli_type" in f.metadata and default is not None:
+            default = default.value if isinstance(default, enum.Enum) else str(default)  # as the option spells it
         option = typer.Option(*decls, help=f.metadata["help"], rich_help_panel=f.metadata["panel"])
         out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                      annotation=Annotated[cli_type, option]))  # fmt: skip

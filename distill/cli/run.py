@@ -11,9 +11,8 @@ import typer
 
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import Pooling
+from distill.config import DType, Oov, Pooling
 from distill.derive import DerivePooling
-from distill.serve.compress import DType as ExportDType
 from distill.serve.compress import Scale
 from distill.tune.options import TuneOptions
 from distill.vectors.faiss_index import IndexKind
@@ -28,13 +27,6 @@ class WeightingChoice(str, enum.Enum):
     SIF = "sif"
     USIF = "usif"
     ZIPF = "zipf"
-
-
-class Fallback(str, enum.Enum):
-    """--oov of distill neighbors: where a word outside the vocabulary gets its vector."""
-
-    PIECES = "pieces"
-    ALONE = "alone"
 
 
 SOURCE_NOTE = {"pieces": " (from its pieces)", "alone": " (read alone by the model)"}
@@ -76,19 +68,19 @@ def neighbors(
         typer.Option(help="FAISS index: flat (exact), hnsw (graph) or ivfpq (compressed); built once, kept beside."),
     ] = IndexKind.FLAT,
     oov: Annotated[
-        Fallback,
+        str,
         typer.Option(
             help="A run folder's words outside the vocabulary: pieces (the mean of their pieces' vectors) "
             "or alone (the run's model reads the word alone; loads the model)."
         ),
-    ] = Fallback.PIECES,
+    ] = Oov.PIECES.value,
 ) -> None:
     """Nearest neighbours by cosine similarity, searched in a FAISS index."""
     setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
     from distill.serve.search import Searcher
 
     with user_errors():
-        searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set, oov.value)
+        searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set, oov)
         found = searcher.neighbors(words, k)
     for word, hits in zip(words, found):
         if hits is None:
@@ -110,8 +102,8 @@ def export(
     layer: LayerOpt = None,
     pooling: PoolingOpt = None,
     dtype: Annotated[
-        ExportDType, typer.Option(help="Numbers stored (int8 keeps a float32 scale).")
-    ] = ExportDType.FLOAT32,
+        str, typer.Option(help="Numbers stored: float32, float16 or int8 (int8 keeps a float32 scale).")
+    ] = DType.FLOAT32.value,
     int8_scale: Annotated[Scale, typer.Option(help="int8 scale per vector or per dimension.")] = Scale.VECTOR,
     dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
     top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
@@ -147,6 +139,7 @@ def export(
     for path, size in written:
         typer.echo(f"{size / 1e6:8.2f} MB  {path}")
     if push_to_hub:
+        from distill.files import LISTING
         from distill.production import model_card
         from distill.rundir import RunDir
         from distill.serve.hub import push_folder
@@ -155,7 +148,7 @@ def export(
             manifest = RunDir(run_dir).manifest()
             for path, _ in written:
                 if path.is_dir():
-                    info = json.loads((path / "export.json").read_text(encoding="utf-8"))
+                    info = json.loads((path / LISTING).read_text(encoding="utf-8"))
                     url = push_folder(path, push_to_hub, model_card(manifest, info["set"], [], {}))
                     typer.echo(f"pushed {path} to {url}")
 
@@ -187,11 +180,12 @@ def derive(
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
     setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
+    from distill.config import Layers
     from distill.derive import Recipe
     from distill.derive import derive as derive_set
 
     with user_errors():
-        name, kv = derive_set(run_dir, Recipe(layers, pooling, combine, remove_top, whiten, alone))
+        name, kv = derive_set(run_dir, Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone))
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 

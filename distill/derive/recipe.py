@@ -1,6 +1,6 @@
 """Derived vector sets of a run: layers combined, pc+mean, dominant directions removed.
 
-``derive(run_dir, Recipe(layers="1-6", pooling="mean", remove_top=3))`` reads the run's per-layer sets,
+``derive(run_dir, Recipe(layers=Layers.parse("1-6"), pooling="mean", remove_top=3))`` reads the run's per-layer sets,
 builds one set with :mod:`distill.vectors.postprocess` and writes it beside them like any other set
 (``.txt``, ``.bin``, FAISS index), named for what was done, e.g. ``layers1-6.mean.top3``; the run's
 manifest lists it under ``derived``. No model runs again. The pipeline derives its recommended set the
@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import parse_choices, parse_layers
+from distill.config import Layers, Pooling, parse_choices
 from distill.errors import ConfigError
+from distill.names import layers_span, set_files
 from distill.rundir import RunDir
 from distill.vectors.keyed import to_keyed_vectors
 from distill.vectors.postprocess import Combine, combine, remove_top, unit, whiten
 
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
-SetLoader = Callable[[int, str], Any]
+SetLoader = Callable[[int, Pooling], Any]
 #: ``read_alone(words, layers)``: each word read alone by the model, the layers combined as a set, (n, d).
 AloneReader = Callable[[list[str], list[int]], np.ndarray]
 
@@ -36,15 +37,15 @@ class DerivePooling(str, enum.Enum):
     MEAN = "mean"
     PC_MEAN = "pc+mean"  # the sum of a word's unit first-PC and unit mean vectors
 
-    def poolings(self) -> tuple[str, ...]:
-        return ("pc", "mean") if self is DerivePooling.PC_MEAN else (self.value,)
+    def poolings(self) -> tuple[Pooling, ...]:
+        return (Pooling.PC, Pooling.MEAN) if self is DerivePooling.PC_MEAN else (Pooling(self.value),)
 
 
 @dataclass(frozen=True)
 class Recipe:
     """How to derive one set: which layers and pooling, how to combine, what to remove."""
 
-    layers: str = "1"
+    layers: Layers = Layers((1,))
     pooling: DerivePooling = DerivePooling.PC
     combine: Combine = Combine.MEAN
     remove_top: int | None = None  # None: untouched; 0: centred only; D: all-but-the-top D
@@ -52,6 +53,7 @@ class Recipe:
     alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "layers", Layers.parse(self.layers))
         for name, kind in (("pooling", DerivePooling), ("combine", Combine)):
             value = getattr(self, name)
             if not isinstance(value, kind):
@@ -60,10 +62,8 @@ class Recipe:
             raise ConfigError(f"alone must be between 0 (off) and 100, not {self.alone}")
 
     def name(self, layers: list[int]) -> str:
-        span = f"layer{layers[0]}" if len(layers) == 1 else f"layers{layers[0]}-{layers[-1]}"
-        if len(layers) > 1 and layers != list(range(layers[0], layers[-1] + 1)):
-            span = "layers" + "_".join(map(str, layers))
-        parts = [span, self.pooling.value.replace("+", "-")]
+        """The set's name, made of what was done: ``layers4-6.mean``, ``layers1_3.pc+mean.top3``."""
+        parts = [layers_span(layers), self.pooling.value]
         if len(layers) > 1 and self.combine is not Combine.MEAN:
             parts.append(self.combine.value)
         if self.remove_top is not None:
@@ -78,7 +78,7 @@ class Recipe:
 
     def to_json(self, layers: list[int]) -> dict[str, Any]:
         data = asdict(self)
-        data.update(layers=layers, pooling=self.pooling.value, combine=self.combine.value)
+        data.update(layers=list(layers), pooling=self.pooling.value, combine=self.combine.value)
         return data
 
 
@@ -87,7 +87,7 @@ def derived_vectors(
 ) -> tuple[list[str], np.ndarray, list[int]]:
     """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set`` (and the words read
     alone through ``read_alone`` when the recipe adds them)."""
-    layers = list(parse_layers(recipe.layers, n_layers))
+    layers = list(recipe.layers.resolve(n_layers))
     parts, words = [], None
     for layer in layers:
         for pooling in recipe.pooling.poolings():
@@ -100,7 +100,7 @@ def derived_vectors(
             words = list(kv.index_to_key)
             parts.append(unit(kv.vectors))
     if words is None:
-        raise ConfigError(f"no layer set for {recipe.layers}")
+        raise ConfigError(f"no layer set for layers {recipe.layers}")
     x = combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
     if recipe.alone:
         if read_alone is None:
@@ -131,5 +131,5 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     name = recipe.name(layers)
     kv = to_keyed_vectors(words, x, run.counts(words))
     run.write_set(name, kv)
-    run.add_set(name, recipe.to_json(layers), run.set_files(name))
+    run.add_set(name, recipe.to_json(layers), set_files(name))
     return name, kv

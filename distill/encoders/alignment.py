@@ -76,7 +76,7 @@ def make_windows(encodings: list[Any]) -> list[Window]:
         bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
         np.cumsum(lengths, out=bounds[1:])
         windows: list[Window] = []
-        previous_end = None
+        previous_end = 0
         for i, (sentence, lo, hi) in enumerate(zip([s for s, _ in pieces], bounds[:-1].tolist(), bounds[1:].tolist())):
             fresh = content[lo:hi]
             if windows and windows[-1].sentence == sentence:  # an overflow window: its fresh pieces

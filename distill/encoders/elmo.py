@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import regex
@@ -143,11 +143,13 @@ class Elmo(nn.Module):
         with h5py.File(path, "r") as fin, torch.no_grad():
             emb = fin["char_embed"][...]
             self.chars.char_embedding[1:] = torch.from_numpy(emb)
-            for i, conv in enumerate(self.chars.convs):
+            for i, module in enumerate(self.chars.convs):
+                conv = cast(nn.Conv1d, module)
                 w = fin["CNN"][f"W_cnn_{i}"][...]  # (1, width, char_dim, filters)
                 conv.weight.copy_(torch.from_numpy(np.transpose(w.squeeze(0), (2, 1, 0))))
-                conv.bias.copy_(torch.from_numpy(fin["CNN"][f"b_cnn_{i}"][...]))
-            for k, highway in enumerate(self.chars.highways):
+                cast(torch.Tensor, conv.bias).copy_(torch.from_numpy(fin["CNN"][f"b_cnn_{i}"][...]))
+            for k, module in enumerate(self.chars.highways):
+                highway = cast(nn.Linear, module)
                 g = fin[f"CNN_high_{k}"]
                 weight = np.concatenate([g["W_transform"][...].T, -g["W_carry"][...].T], axis=0)
                 highway.weight.copy_(torch.from_numpy(weight))
@@ -155,7 +157,8 @@ class Elmo(nn.Module):
             self.chars.projection.weight.copy_(torch.from_numpy(fin["CNN_proj"]["W_proj"][...].T))
             self.chars.projection.bias.copy_(torch.from_numpy(fin["CNN_proj"]["b_proj"][...]))
             for k, layers in enumerate(zip(self.forward_layers, self.backward_layers)):
-                for direction, lstm in enumerate(layers):
+                for direction, module in enumerate(layers):
+                    lstm = cast(ProjectedLstm, module)
                     cell = fin[f"RNN_{direction}"]["RNN"]["MultiRNNCell"][f"Cell{k}"]["LSTMCell"]
                     w = cell["W_0"][...].T  # (4 * cell, input + hidden), TF gates i, j, f, o
                     b = cell["B"][...].copy()

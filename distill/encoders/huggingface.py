@@ -8,7 +8,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import torch
@@ -216,7 +216,7 @@ def truncate_layers(model: torch.nn.Module, n_layers: int, keep: int) -> None:
         return
     layers, path = _layer_list(model, n_layers)
     parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
-    setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(list(layers)[:keep]))
+    setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(list(cast(torch.nn.ModuleList, layers))[:keep]))
     for norm in _FINAL_NORMS:
         if isinstance(getattr(parent, norm, None), torch.nn.Module):
             setattr(parent, norm, torch.nn.Identity())

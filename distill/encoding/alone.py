@@ -16,7 +16,8 @@ import torch
 
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, batched, encode_batch, prepare_chunk
+from distill.encoding.batches import EncodeStats, encode_batch, prepare_chunk
+from distill.iterate import batched
 from distill.occurrences import SentenceJob
 
 

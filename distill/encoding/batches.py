@@ -15,14 +15,14 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from distill.corpus import batched
 from distill.encoders import Encoder
 from distill.encoders.alignment import pad_windows
 from distill.encoding.prepare import EncodeStats, PreparedWindow, prepare_chunk
 from distill.encoding.workers import prepared_chunks
+from distill.iterate import batched
 from distill.occurrences import SentenceJob
 
-__all__ = ["EncodeStats", "PreparedWindow", "batched", "prepare_chunk"]  # re-exported: where callers look for them
+__all__ = ["EncodeStats", "PreparedWindow", "prepare_chunk"]  # re-exported: where callers look for them
 
 
 class Observer(Protocol):
@@ -43,6 +43,17 @@ class Observer(Protocol):
     def state(self) -> dict[str, np.ndarray]: ...
 
     def load_state(self, state: dict[str, np.ndarray]) -> None: ...
+
+
+class MergingObserver(Observer, Protocol):
+    """An observer whose sums can be split across workers (the Ray engine): each worker fills an empty copy,
+    whose state is merged back."""
+
+    def empty(self) -> MergingObserver:
+        """A new observer like this one, with no sums."""
+
+    def merge(self, state: dict[str, np.ndarray]) -> None:
+        """Add the sums of another observer's :meth:`state`."""
 
 
 def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:

@@ -43,7 +43,7 @@ class DeviceStore(OccurrenceStore):
         layers: tuple[int, ...],
         n_rows: int,
         dim: int,
-        dtype: np.dtype | str = np.float32,
+        dtype: np.dtype | str | type[np.floating] = np.float32,
         reopen: bool = False,
         device: torch.device | str = "cpu",
     ) -> None:
@@ -76,17 +76,20 @@ class DeviceStore(OccurrenceStore):
     def vectors(self, layer: int, rows: np.ndarray) -> np.ndarray:
         self._settle()
         index = torch.from_numpy(self.position[rows]).to(self.tensor.device)
-        return self.matrices[layer].index_select(0, index).cpu().numpy()
+        return self._tensor(layer).index_select(0, index).cpu().numpy()
 
     def layer(self, layer: int) -> torch.Tensor:  # type: ignore[override]
         """The whole matrix of ``layer`` (rows in ``position`` order), where it lives."""
         self._settle()
-        return self.matrices[layer]
+        return self._tensor(layer)
+
+    def _tensor(self, layer: int) -> torch.Tensor:
+        return self.tensor[self.layers.index(layer)]
 
     def host_matrices(self) -> dict[int, np.ndarray]:
         """Every layer as a host array (a copy from a GPU; a view on a CPU)."""
         self._settle()
-        return {layer: matrix.cpu().numpy() for layer, matrix in self.matrices.items()}
+        return {layer: self._tensor(layer).cpu().numpy() for layer in self.layers}
 
     def _host_rows(self, i: int, start: int, end: int) -> np.ndarray:
         return self.tensor[i, start:end].cpu().numpy()

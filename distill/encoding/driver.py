@@ -22,12 +22,12 @@ from distill.config import Engine, RunConfig, Sampling, StoreKind, token_budget
 from distill.corpus import Vocabulary
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats
-from distill.encoding.checkpoint import WorkDir
 from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
 from distill.encoding.workers import default_workers
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
+from distill.workdir import WorkDir
 
 logger = logging.getLogger(__name__)
 
@@ -87,11 +87,11 @@ def _open_store(
     dtype = store_dtype(config.store_dtype.value, plan.n_rows, encoder.hidden_size, len(layers))
     on_gpu = encoder.device.type == "cuda" and config.engine is Engine.LOCAL
     if config.store is StoreKind.DEVICE or (config.store is StoreKind.AUTO and on_gpu):
-        return DeviceStore(work.path / "occurrences", layers, plan.n_rows, encoder.hidden_size, dtype,
+        return DeviceStore(work.occurrences, layers, plan.n_rows, encoder.hidden_size, dtype,
                            reopen=reopen, device=encoder.device)  # fmt: skip
     in_memory = store_in_memory(config.store.value, plan.n_rows, encoder.hidden_size, len(layers), dtype)
     return OccurrenceStore(
-        work.path / "occurrences", layers, plan.n_rows, encoder.hidden_size, dtype, reopen=reopen, in_memory=in_memory
+        work.occurrences, layers, plan.n_rows, encoder.hidden_size, dtype, reopen=reopen, in_memory=in_memory
     )
 
 
@@ -116,7 +116,7 @@ def _run_engine(
     if config.engine is Engine.RAY:
         from distill.encoding.ray_engine import encode_with_ray
 
-        return encode_with_ray(encoder, jobs, layers, store, config, work=work.path, total=total, stats=stats,
+        return encode_with_ray(encoder, jobs, layers, store, config, work=work.chunks, total=total, stats=stats,
                                skip_chunks=skip, on_chunk=on_chunk, observers=observers)  # fmt: skip
     return encode_occurrences(
         encoder,

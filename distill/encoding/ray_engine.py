@@ -19,7 +19,7 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,10 @@ import numpy as np
 
 from distill.config import RunConfig
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, batched
+from distill.encoding.batches import EncodeStats, MergingObserver
 from distill.encoding.store import OccurrenceStore
 from distill.errors import ConfigError
+from distill.iterate import batched
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
 
@@ -68,7 +69,6 @@ class ChunkEncoder:
         """One chunk, as :func:`distill.encoder.encode_occurrences` runs it; returns the pickled result."""
         import torch
 
-        from distill.analysis.measures import IntraSentence
         from distill.config import token_budget
         from distill.encoding.batches import ChunkDone, encode_batch, iter_batches
 
@@ -76,7 +76,7 @@ class ChunkEncoder:
             jobs: list[SentenceJob] = pickle.load(handle)
         layers = tuple(self.spec["layers"])
         stats = EncodeStats()
-        intra = IntraSentence(layers) if self.spec["analyze"] else None
+        observers = [observer.empty() for observer in self.spec["observers"]]
         rows, vectors = [], []
         budget = token_budget(self.spec["batch_tokens"], self.model.device)
         batches = iter_batches(self.model, jobs, batch_size=self.spec["batch_size"], stride=self.spec["stride"],
@@ -86,7 +86,7 @@ class ChunkEncoder:
                 if isinstance(batch, ChunkDone):
                     stats.add(batch.counts)
                     continue
-                r, v = encode_batch(self.model, layers, batch, stats, [intra] if intra is not None else [])
+                r, v = encode_batch(self.model, layers, batch, stats, observers)
                 rows.append(r)
                 vectors.append(v.cpu().numpy().astype(self.spec["store_dtype"]))
         empty = np.zeros((len(layers), 0, self.model.hidden_size), dtype=self.spec["store_dtype"])
@@ -94,7 +94,7 @@ class ChunkEncoder:
             "rows": np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
             "vectors": np.concatenate(vectors, axis=1) if vectors else empty,
             "stats": dataclasses.asdict(stats),
-            "intra": intra.state() if intra is not None else None,
+            "observers": [observer.state() for observer in observers],
         }
         return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -146,12 +146,10 @@ def encode_with_ray(
     stats: EncodeStats,
     skip_chunks: int,
     on_chunk: Callable[[int, EncodeStats], None],
-    observers: tuple[Any, ...] | list[Any] = (),
+    observers: Sequence[MergingObserver] = (),
 ) -> EncodeStats:
     """Fill ``store`` from ``jobs`` with Ray Data actors; ``on_chunk`` after each chunk, in chunk order.
-
-    ``observers``: at most an ``analysis.IntraSentence``, fed from each chunk's sums.
-    """
+    ``work``: the folder of the chunk files. Each actor fills empty copies of ``observers``, merged back here."""
     started_here = _start_ray(config.workers or 1)
     import ray
 
@@ -159,7 +157,7 @@ def encode_with_ray(
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = config.workers or (gpus or max(1, cpus // 2))
-        chunk_dir = work / "chunks"
+        chunk_dir = work
         items = _write_chunks(jobs, chunk_dir, config.chunk_size, skip_chunks)
         logger.info("ray: %d chunks on %d actors (%d GPUs, %d CPUs in the cluster)", len(items), workers, gpus, cpus)
         spec = {
@@ -175,7 +173,7 @@ def encode_with_ray(
             "batch_tokens": config.batch_tokens,
             "stride": config.stride,
             "store_dtype": store.dtype.name,
-            "analyze": bool(observers),
+            "observers": [observer.empty() for observer in observers],
             "threads": 1 if gpus else max(1, cpus // workers),
         }
         context = ray.data.DataContext.get_current()
@@ -197,8 +195,8 @@ def encode_with_ray(
             for key, value in result["stats"].items():
                 if key != "seconds":
                     setattr(stats, key, getattr(stats, key) + value)
-            for observer in observers:
-                observer.merge(result["intra"])
+            for observer, state in zip(observers, result["observers"]):
+                observer.merge(state)
             bar.update(len(result["rows"]))
             Path(chunk_dir / f"{int(batch['index'][0]):08d}.pkl").unlink(missing_ok=True)
             stats.seconds = time.perf_counter() - start

@@ -91,7 +91,7 @@ class OccurrenceStore:
         layers: tuple[int, ...],
         n_rows: int,
         dim: int,
-        dtype: np.dtype | str = np.float32,
+        dtype: np.dtype | str | type[np.floating] = np.float32,
         reopen: bool = False,
         in_memory: bool = False,
     ) -> None:
@@ -167,7 +167,7 @@ class OccurrenceStore:
         else:
             for i, layer in enumerate(self.layers):
                 fd, offset = self._files[layer]
-                data = memoryview(np.ascontiguousarray(vectors[i], dtype=self.dtype)).cast("B")
+                data = memoryview(np.ascontiguousarray(vectors[i], dtype=self.dtype).data).cast("B")
                 self._pwrite(fd, data, offset + start * self.dim * self.dtype.itemsize)
 
     def _pwrite(self, fd: int, data: memoryview, at: int) -> None:
@@ -198,7 +198,7 @@ class OccurrenceStore:
         if not isinstance(matrix, np.memmap):
             return matrix
         try:
-            return np.load(matrix.filename, mmap_mode="r")
+            return np.load(str(matrix.filename), mmap_mode="r")
         except ValueError as err:  # numpy: mmap length is greater than file size
             raise OutputError(
                 f"{matrix.filename} is shorter than its header says ({err}); run again with --restart"
@@ -219,7 +219,7 @@ class OccurrenceStore:
         for i, (fd, offset) in enumerate(self._files.values()):
             if self.in_memory and self.count > self._saved:  # append the rows written since the last flush
                 rows = self._host_rows(i, self._saved, self.count)
-                self._pwrite(fd, memoryview(rows).cast("B"), offset + self._saved * row_bytes)
+                self._pwrite(fd, memoryview(rows.data).cast("B"), offset + self._saved * row_bytes)
             os.fsync(fd)
         self._saved = self.count
 

@@ -19,7 +19,9 @@ from distill.config import EncodingErrors
 from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines
 from distill.errors import ConfigError
 from distill.files import check_writable, write_json
+from distill.names import BASELINES, VOCAB
 from distill.paths import slug
+from distill.rundir import listed_files
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 
 logger = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ def read_vocab(source: str) -> list[str]:
     """Words of a run folder's ``vocab.tsv``, a ``vocab.tsv`` or a word list (first column), in order."""
     path = Path(source)
     if path.is_dir():
-        path = path / "vocab.tsv"
+        path = path / VOCAB
     if not path.is_file():
         raise ConfigError(f"vocabulary {path} not found; give a distill run folder, its vocab.tsv or a word list")
     words = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -74,7 +76,7 @@ def read_vocab(source: str) -> list[str]:
 
 def _sentences(config: BaselineConfig, index: dict[str, int], lowercase: bool, stats: CorpusStats) -> list[np.ndarray]:
     out = []
-    for line in iter_lines(config.corpus, config.encoding_errors, stats):
+    for line in iter_lines(config.corpus, config.encoding_errors, stats, outputs_of=listed_files):
         ids = [i for w in WORD_RE.findall(line) if (i := index.get(fold(w, lowercase), -1)) >= 0]
         if len(ids) > 1:
             out.append(np.array(ids, dtype=np.int32))
@@ -107,7 +109,7 @@ def training_words(config: BaselineConfig) -> tuple[list[str], bool]:
         lowercase = all(w == w.lower() for w in words) if config.lowercase is None else config.lowercase
         return list(dict.fromkeys(fold(w, lowercase) for w in words)), lowercase
     lowercase = True if config.lowercase is None else config.lowercase
-    counts = count_words(iter_lines(config.corpus, config.encoding_errors), lowercase)
+    counts = count_words(iter_lines(config.corpus, config.encoding_errors, outputs_of=listed_files), lowercase)
     return list(build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count).words), lowercase
 
 
@@ -126,7 +128,7 @@ def reusable_baselines(
     """Whether ``out`` holds every method of ``config`` trained on exactly ``words`` and a corpus of these
     contents (``corpus``: files with their sha256), with this seed and vector size."""
     try:
-        data = json.loads((out / "baselines.json").read_text(encoding="utf-8"))
+        data = json.loads((out / BASELINES).read_text(encoding="utf-8"))
         records, built = data["files"], data["built_from"]
         return (
             built["words_sha256"] == words_digest(words)
@@ -190,7 +192,7 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
         logger.info("%s: %.1f s", method.value, seconds)
     built_from = {"words_sha256": words_digest(words), "corpus_sha256": _corpus_digests(stats.files)}
-    previous = out / "baselines.json"
+    previous = out / BASELINES
     try:  # keep the records of methods trained earlier on the same corpus and words
         old = json.loads(previous.read_text(encoding="utf-8")) if previous.is_file() else {}
         if old.get("built_from") == built_from:
@@ -199,7 +201,7 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         pass  # a damaged record of earlier methods: they are no longer listed, and table trains them again
     manifest = {
         "built_from": built_from,
-        "corpus": [Path(f["path"]).name for f in stats.files],
+        "corpus": [Path(str(f["path"])).name for f in stats.files],
         "corpus_files": stats.files,
         "words": int(counts_arr.sum()),
         "sentences": len(sentences),
@@ -211,12 +213,12 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
         },
         "files": records,
     }
-    write_json(manifest, out / "baselines.json")
+    write_json(manifest, out / BASELINES)
     return result
 
 
 def describe(result: BaselineResult) -> str:
-    manifest = json.loads((result.out / "baselines.json").read_text())
+    manifest = json.loads((result.out / BASELINES).read_text())
     lines = [f"{result.out}: {manifest['vocabulary']['size']} words, {manifest['words']:,} tokens"]
     lines += [f"  {m}: {result.seconds[m]:.1f} s -> {p}" for m, p in result.files.items()]
     return "\n".join(lines)

@@ -19,21 +19,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
+from distill.config import Oov
 from distill.errors import ConfigError, NothingCovered
 from distill.evaluation.datasets import AnalogyDataset, CategorizationDataset, RelationalDataset, SimilarityDataset
 from distill.vectors.keyed import l2_normalize
-
-
-class Oov(str, Enum):
-    STANDARD = "standard"  # skip items with a missing word; coverage reported
-    PAPER = "paper"  # a missing word gets the mean vector; every item scored
-    PIECES = "pieces"  # a missing word gets the run's fallback (its pieces' vectors); every item scored
-    ALONE = "alone"  # a missing word gets the run's model reading it alone; every item scored
-
-    @property
-    def fallback(self) -> bool:
-        """Whether the policy gives missing words a vector of the run's own (a run folder's sets only)."""
-        return self in (Oov.PIECES, Oov.ALONE)
 
 
 class AnalogyMethod(str, Enum):
@@ -84,7 +73,7 @@ class _Lookup:
         return out
 
 
-def _spearman(x: np.ndarray, y: Sequence[float]) -> float:
+def _spearman(x: np.ndarray, y: np.ndarray | Sequence[float]) -> float:
     """Spearman's rho; NaN when either side is constant (all pairs OOV under ``paper``) or has one item."""
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(np.asarray(y)) == 0:
         return float("nan")
@@ -164,7 +153,7 @@ def purity(labels: Sequence[str], clusters: np.ndarray) -> float:
     """Share of items whose cluster's most common gold label is their own."""
     total = 0
     for cluster in np.unique(clusters):
-        members = [labels[i] for i in np.flatnonzero(clusters == cluster)]
+        members = [labels[int(i)] for i in np.flatnonzero(clusters == cluster)]
         total += Counter(members).most_common(1)[0][1]
     return total / len(labels)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from distill.config import Oov
 from distill.errors import ConfigError, NothingCovered
 from distill.evaluation.datasets import (
     REGISTRY,
@@ -23,7 +24,6 @@ from distill.evaluation.datasets import (
 )
 from distill.evaluation.metrics import (
     AnalogyMethod,
-    Oov,
     Score,
     evaluate_analogy,
     evaluate_categorization,
@@ -33,8 +33,8 @@ from distill.evaluation.metrics import (
 )
 from distill.evaluation.vectors import Vectors
 from distill.files import write_json
+from distill.names import MANIFEST, REPORT, REPORT_DATA
 from distill.progress import track
-from distill.rundir import MANIFEST
 from distill.serve.anyword import open_fallback
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
@@ -296,12 +296,12 @@ def write_report(
     from distill.files import atomic_path, check_writable
 
     out = check_writable(out)
-    with atomic_path(out / "report.md") as tmp:
+    with atomic_path(out / REPORT) as tmp:
         tmp.write_text(markdown(rows, options, title, notes, sentences), encoding="utf-8")
     data = to_json(rows, options)
     if sentences:
         data["sentences"] = sentence_json(sentences)
-    files = [out / "report.md", write_json(data, out / "report.json")]
+    files = [out / REPORT, write_json(data, out / REPORT_DATA)]
     if not rows:
         return files
     files.append(plot_scores(rows, out / "scores.png"))

@@ -18,8 +18,9 @@ from distill.evaluation.baselines import BaselineConfig, Method, reusable_baseli
 from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
 from distill.evaluation.vectors import expand_paths, load_vectors
 from distill.files import sha256_file, subfolder
+from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
 from distill.paths import corpus_slug, data_dir, default_corpus, default_out
-from distill.rundir import BASELINES_DIR, TABLE_DIR, RunDir, read_vocab_counts
+from distill.rundir import RunDir, listed_files, read_vocab_counts
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
     if not all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items()):
         return False
     # the same corpus by content: a file changed since (same name) is distilled again
-    now = [sha256_file(path) for path in expand_corpus(config.corpus)]
+    now = [sha256_file(path) for path in expand_corpus(config.corpus, listed_files)]
     return now == [f.get("sha256") for f in manifest["corpus"]["files"]]
 
 
@@ -131,7 +132,7 @@ def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[s
         "words outside it count as missing, for the baselines too",
         f"occurrences per word: at most {m['config']['max_occurrences']}, seed {m['config']['seed']}",
     ]
-    base = run_dir / BASELINES_DIR / "baselines.json"
+    base = run_dir / BASELINES_DIR / BASELINES
     if base.is_file():
         b = json.loads(base.read_text(encoding="utf-8"))
         trained = "; ".join(f"{r['method']} {r['train_seconds']:.0f} s" for r in b["files"].values())

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.rundir import LAYER_FILE, RunDir
+from distill.names import BASELINES, MANIFEST, layer_file
+from distill.rundir import RunDir
 from distill.vectors.reader import read_vectors
 
 logger = logging.getLogger(__name__)
-
-_RUN_FILE = LAYER_FILE
 
 
 @dataclass
@@ -33,30 +33,30 @@ class Vectors:
 
 def _meta(path: Path) -> dict[str, Any]:
     """What the run folder's manifest says of this file: model, corpus, layer, pooling (empty if unknown)."""
-    match = _RUN_FILE.match(path.name)
-    for name in ("manifest.json", "baselines.json"):
+    found = layer_file(path.name)
+    for name in (MANIFEST, BASELINES):
         manifest = path.parent / name
         if not manifest.is_file():
             continue
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        if name == "baselines.json":
+        if name == BASELINES:
             return dict(data.get("files", {}).get(path.name, {}), corpus=data.get("corpus"))
         common = {
             "model": data["model"]["name"],
             "corpus": [Path(f["path"]).name for f in data["corpus"]["files"]],
             "vocab_size": data["vocabulary"]["size"],
         }
-        if match:
-            return {**common, "layer": int(match.group(1)), "pooling": match.group(2)}
+        if found:
+            return {**common, "layer": found[0], "pooling": found[1].value}
         if path.name.removesuffix(path.suffix) in data.get("derived", {}):
             return {**common, "set": path.name.removesuffix(path.suffix)}
     return {}
 
 
-def _run_file_order(path: Path) -> tuple[int, str, int]:
+def _run_file_order(path: Path) -> tuple[bool, str, int]:
     """The paper's pooling (pc) first, then by pooling name, then by layer."""
-    layer, pooling = _RUN_FILE.match(path.name).groups()[:2]  # type: ignore[union-attr]
-    return (pooling != "pc", pooling, int(layer))
+    layer, pooling = layer_file(path.name) or (0, Pooling.PC)
+    return (pooling is not Pooling.PC, pooling.value, layer)
 
 
 def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list[Path]:
@@ -70,10 +70,10 @@ def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list
             out.append(run.file(run.resolve_set(vector_set)))
         elif p.is_dir():
             derived: list[str] = []
-            if any(_RUN_FILE.match(f.name) for f in p.iterdir()):
+            if any(layer_file(f.name) for f in p.iterdir()):
                 derived = list(RunDir(p).check_complete().get("derived", {}))
             files = sorted(
-                (f for f in p.iterdir() if _RUN_FILE.match(f.name) and f.suffix == ".txt"),
+                (f for f in p.iterdir() if layer_file(f.name) and f.suffix == ".txt"),
                 key=_run_file_order,
             )
             files += [p / f"{name}.txt" for name in derived]

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 from gensim.models import KeyedVectors
 
+from distill.config import Oov
 from distill.errors import ConfigError
 from distill.rundir import RunDir, has_piece_vectors
 from distill.rundir import load as load_vectors
 
-VOCABULARY, PIECES, ALONE, NONE = "vocabulary", "pieces", "alone", "none"
-#: How a word outside the vocabulary gets a vector.
-FALLBACKS = (PIECES, ALONE)
+#: Where a word's vector came from (:meth:`AnyWordVectors.source`), besides a fallback's own name.
+VOCABULARY, NONE = "vocabulary", "none"
+#: The OOV policies that give a word outside the vocabulary a vector of the run's own.
+FALLBACKS = tuple(policy for policy in Oov if policy.fallback)
 
 
 class AnyWordVectors(KeyedVectors):
@@ -30,7 +32,7 @@ class AnyWordVectors(KeyedVectors):
 
     run_dir: str | None = None
     set_name: str | None = None
-    oov: str = PIECES
+    oov: Oov = Oov.PIECES
 
     def _fallback(self) -> Any:
         if "_opened" not in self.__dict__:  # at the first unknown word
@@ -62,9 +64,9 @@ class AnyWordVectors(KeyedVectors):
         v = self._fallback_vector(key)
         if v is None:
             if self._fallback() is None:  # a tuned or post-processed set: single vectors cannot follow it
-                why = f"set {self.set_name} has no {self.oov} fallback"
+                why = f"set {self.set_name} has no {self.oov.value} fallback"
             else:
-                why = "none of its pieces was seen" if self.oov == PIECES else "the model cannot read it (empty)"
+                why = "none of its pieces was seen" if self.oov is Oov.PIECES else "the model cannot read it (empty)"
             raise KeyError(f"Key '{key}' not present: not in the vocabulary, and {why}")
         scale = 1.0 if norm else self._mean_norm
         return (v * (scale / np.linalg.norm(v))).astype(self.vectors.dtype)
@@ -81,18 +83,19 @@ class AnyWordVectors(KeyedVectors):
         return [k if not isinstance(k, str) or k in self.key_to_index else self.get_vector(k, norm=True) for k in keys]
 
 
-def check_fallback(oov: str) -> None:
-    """A ``ConfigError`` unless ``oov`` names a fallback."""
-    if oov not in FALLBACKS:
-        raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(FALLBACKS)}")
+def check_fallback(oov: Oov | str) -> Oov:
+    """``oov`` as an Oov policy, when it names a fallback; ConfigError otherwise."""
+    found = next((policy for policy in FALLBACKS if policy.value == str(getattr(oov, "value", oov))), None)
+    if found is None:
+        raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(p.value for p in FALLBACKS)}")
+    return found
 
 
-def open_fallback(run_dir: Path, set_name: str, oov: str = PIECES) -> Any:
+def open_fallback(run_dir: Path, set_name: str, oov: Oov | str = Oov.PIECES) -> Any:
     """The fallback of a run's set: ``pieces`` (:class:`distill.serve.pieces.SetFallback`; None when the run
     has no piece vectors for it) or ``alone`` (:class:`distill.serve.alone.AloneFallback`; None for a set it
     cannot follow). torch and transformers are imported only here."""
-    check_fallback(oov)
-    if oov == ALONE:
+    if check_fallback(oov) is Oov.ALONE:
         from distill.serve.alone import AloneFallback
 
         return AloneFallback.open(run_dir, set_name)
@@ -108,7 +111,7 @@ def load(
     layer: int | None = None,
     pooling: str | None = None,
     vector_set: str | None = None,
-    oov: str = PIECES,
+    oov: Oov | str = Oov.PIECES,
 ) -> Any:
     """``distill.load``: vectors as gensim ``KeyedVectors``, from a ``.txt``/``.bin`` file or a set of a run
     folder (by name, ``vector_set="best"`` for the recommended one; by layer and pooling; by default the
@@ -118,8 +121,8 @@ def load(
     Needs only numpy and gensim (no torch) until a word outside the vocabulary is looked up.
     """
     path = Path(path)
-    check_fallback(oov)  # here, not at the first unknown word
-    if not (path.is_dir() and (oov == ALONE or has_piece_vectors(path))):
+    oov = check_fallback(oov)  # here, not at the first unknown word
+    if not (path.is_dir() and (oov is Oov.ALONE or has_piece_vectors(path))):
         return load_vectors(path, layer, pooling, vector_set)
     run = RunDir(path)
     name = run.resolve_set(vector_set, layer, pooling)

@@ -12,13 +12,8 @@ from enum import Enum
 
 import numpy as np
 
+from distill.config import EXPORT_DTYPES, DType, check_dtype
 from distill.errors import ConfigError
-
-
-class DType(str, Enum):
-    FLOAT32 = "float32"
-    FLOAT16 = "float16"
-    INT8 = "int8"
 
 
 class Scale(str, Enum):
@@ -44,7 +39,7 @@ class Quantized:
 
 def quantize(vectors: np.ndarray, dtype: DType | str = DType.FLOAT32, scale: Scale | str = Scale.VECTOR) -> Quantized:
     """``vectors`` (n, d) in ``dtype``; int8 with a float32 scale per vector or per dimension."""
-    dtype, scale = DType(dtype), Scale(scale)
+    dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
     x = np.asarray(vectors, dtype=np.float32)
     if dtype is DType.FLOAT32:
         return Quantized(x)

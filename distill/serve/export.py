@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import parse_choices
+from distill.config import EXPORT_DTYPES, DType, check_dtype, parse_choices
 from distill.errors import ConfigError
 from distill.files import check_writable, is_replaceable, subfolder
-from distill.rundir import EXPORT_DIR, RunDir, words_per_line
+from distill.names import EXPORT_DIR
+from distill.rundir import RunDir, words_per_line
 from distill.serve.anyword import open_fallback
-from distill.serve.compress import DType, Scale, fit_pca, quantize
+from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
     FOLDER_FORMATS,
@@ -87,7 +88,7 @@ def export_run(
     run = RunDir(run_dir)
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
-    dtype, scale = DType(dtype), Scale(scale)
+    dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None

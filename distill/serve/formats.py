@@ -19,7 +19,8 @@ import numpy as np
 
 from distill.errors import ConfigError, OutputError, require
 from distill.files import LISTING, atomic_dir, atomic_path, write_json
-from distill.rundir import VOCAB, read_vocab_counts, write_vocab
+from distill.names import VOCAB
+from distill.rundir import read_vocab_counts, write_vocab
 from distill.serve.compress import Quantized
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 

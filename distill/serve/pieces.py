@@ -18,7 +18,8 @@ import torch
 
 from distill.errors import ConfigError
 from distill.files import atomic_path, member, read_npz
-from distill.rundir import SET_LAYER, RunDir, pieces_name, tuned_pieces_name
+from distill.names import layer_set, pieces_name, tuned_pieces_name
+from distill.rundir import RunDir
 from distill.vectors.postprocess import combine
 
 
@@ -150,8 +151,8 @@ def set_layers(manifest: dict[str, Any], set_name: str) -> tuple[list[int], str 
     for a set single vectors cannot follow (top directions removed, whitened, tuned)."""
     recipe = (manifest.get("derived") or {}).get(set_name)
     if recipe is None:
-        match = SET_LAYER.match(set_name)
-        return None if match is None else ([int(match.group(1))], None)
+        found = layer_set(set_name)
+        return None if found is None else ([found[0]], None)
     if recipe.get("remove_top") is not None or recipe.get("whiten") or "tuned_from" in recipe:
         return None
     return list(recipe["layers"]), str(recipe.get("combine", "mean"))
@@ -200,8 +201,9 @@ class SetFallback:
         """The word's fallback vector; None when none of its pieces was ever seen (or their mean is zero: no
         direction)."""
         ids = self.layers[0].pieces(word)
-        parts = [layer.vector(word, ids) for layer in self.layers]
-        if any(p is None for p in parts):
+        found = [layer.vector(word, ids) for layer in self.layers]
+        parts = [p for p in found if p is not None]
+        if len(parts) < len(found):
             return None
         vector = parts[0] if self.combine is None else combine([p[None, :] for p in parts], self.combine)[0]
         return vector if np.any(vector) else None

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import parse_choices
+from distill.config import Oov, parse_choices
 from distill.errors import ConfigError, OutputError
 from distill.files import write_json
 from distill.rundir import RunDir, load_file
-from distill.serve.anyword import PIECES, open_fallback
+from distill.serve.anyword import open_fallback
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, on_cpu, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -44,7 +44,7 @@ class Searcher:
         pooling: str | None = None,
         kind: IndexKind | str = IndexKind.FLAT,
         vector_set: str | None = None,
-        oov: str = PIECES,
+        oov: Oov | str = Oov.PIECES,
     ) -> Searcher:
         """Vectors from a run folder (a set by name, or a layer and pooling; by default the recommended set)
         or a vector file; the index is read if it was saved beside them (``<stem>.faiss`` for flat,

@@ -18,8 +18,7 @@ import torch
 
 from distill.errors import ConfigError
 from distill.files import atomic_path, read_npz
-
-TEACHER_FILE = "teacher.npz"
+from distill.names import TEACHER
 
 
 def teacher_pooling(source: str | Path) -> str:
@@ -93,7 +92,7 @@ class TeacherTargets:
 
     def write(self, out: Path) -> Path:
         """``teacher.npz``: float16 embeddings and their sentences."""
-        path = out / TEACHER_FILE
+        path = out / TEACHER
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, embeddings=self.embeddings().astype(np.float16), texts=_pack(self.texts),
                      layer=np.array(self.layer), pooling=np.array(self.pooling))  # fmt: skip
@@ -102,9 +101,9 @@ class TeacherTargets:
 
 def read_teacher(run_dir: str | Path) -> tuple[list[str], np.ndarray]:
     """The sentences and teacher embeddings (float32) a run kept with ``--teacher``."""
-    path = Path(run_dir) / TEACHER_FILE
+    path = Path(run_dir) / TEACHER
     if not path.is_file():
-        raise ConfigError(f"{run_dir} has no {TEACHER_FILE}: distil with --teacher to keep the teacher's embeddings")
+        raise ConfigError(f"{run_dir} has no {TEACHER}: distil with --teacher to keep the teacher's embeddings")
     data = read_npz(path, ("texts", "embeddings"))
     try:
         return _unpack(data["texts"]), data["embeddings"].astype(np.float32)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from distill.errors import ConfigError
+from distill.names import set_files
 from distill.progress import track
 from distill.rundir import RunDir, words_per_line
 from distill.serve.export import set_pieces
@@ -167,7 +168,7 @@ def tune_run(
     tuned_name = f"{table.name}.tuned"
     tuned = to_keyed_vectors(words, rows[: len(words)], table.counts)
     run.write_set(tuned_name, tuned)
-    files = run.set_files(tuned_name)
+    files = set_files(tuned_name)
     if table.pieces is not None and len(rows) > len(words) + 1:
         files.append(write_tuned_pieces(run.path, tuned_name, table.pieces, table.tokenizer, rows, len(words)).name)
     record = {

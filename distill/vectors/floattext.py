@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ _VALUES = 2**16  # values formatted at once: their 1 MiB of slots stays in the c
 _U16 = np.dtype("<u2")  # pairs of slots, little-endian whatever the machine
 
 
-def _pair(first: int, second: int) -> int:
+def _pair(first: Any, second: Any) -> Any:
     return first | second << 8
 
 

@@ -1,4 +1,5 @@
-"""A run's work folder, ``<out>/.distill-work``: what a killed run needs to go on where it stopped.
+"""A run's work folder, ``<out>/.distill-work``: what a killed run needs to go on where it stopped, and the
+copies of inputs that can be read only once.
 
 It holds the fingerprint of the run (options, corpus files' sizes and contents' digests, distill's version),
 the vocabulary once counted, the occurrence store's files and ``checkpoint.npz``, written
@@ -24,9 +25,20 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import sha256_file, write_json
-from distill.lock import FolderLock
-from distill.rundir import LOCK_FILE, WORK_DIR
+from distill.files import member, sha256_file, write_json
+from distill.names import (
+    CHECKPOINT,
+    CHECKPOINT_PART,
+    CHUNKS_DIR,
+    COUNTED_WORDS,
+    COUNTS,
+    FINGERPRINT,
+    OCCURRENCES_DIR,
+    STDIN_COPY,
+    WORK_DIR,
+    input_copy,
+)
+from distill.rundir import listed_files
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +52,7 @@ def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dic
     # its checkpoint; hashing reads the corpus once more, far less than the counting pass that follows
     files = [
         {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": sha256_file(path)}
-        for path in expand_corpus(corpus)
+        for path in expand_corpus(corpus, listed_files)
     ]
     return {"options": options, "corpus": files, "model": model_contents(config.model, config.gguf_file),
             "distill": version}  # fmt: skip
@@ -62,23 +74,29 @@ def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, A
 
 
 class WorkDir:
-    """The work folder of one output folder, locked against a second run writing there at once."""
+    """The work folder of one output folder (whose run holds the folder's lock: :meth:`RunDir.claim`)."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
-        self.path = out / WORK_DIR
-        self._lock: FolderLock | None = None
+        self.path = member(out, WORK_DIR)  # never a link
+
+    @property
+    def occurrences(self) -> Path:
+        """The occurrence store's folder."""
+        return self.path / OCCURRENCES_DIR
+
+    @property
+    def chunks(self) -> Path:
+        """The Ray engine's chunk files."""
+        return self.path / CHUNKS_DIR
+
+    def input_copy(self, index: int, stdin: bool) -> Path:
+        """Where corpus input ``index``, which can be read only once (stdin, a FIFO), is copied."""
+        return self.path / (STDIN_COPY if stdin else input_copy(index))
 
     def open(self, print_: dict[str, Any] | None) -> bool:
-        """Lock, then reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
-        for path in (self.path, self.out / LOCK_FILE):
-            if path.is_symlink():
-                raise ConfigError(f"{path} is a symbolic link; distill writes only inside --out: remove the link")
-        lock = FolderLock(self.out / LOCK_FILE)
-        if not lock.acquire(wait=False):
-            raise ConfigError(f"another distill run is writing to {self.out}; wait for it or give another --out")
-        self._lock = lock
-        saved = self.path / "fingerprint.json"
+        """Reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
+        saved = self.path / FINGERPRINT
         if print_ is not None and saved.is_file():
             try:
                 if json.loads(saved.read_text(encoding="utf-8")) == print_:
@@ -93,12 +111,9 @@ class WorkDir:
         return False
 
     def close(self, remove: bool) -> None:
-        """Release the lock; ``remove``: the run is done (or was never resumable), drop the folder."""
+        """``remove``: the run is done (or was never resumable), drop the folder."""
         if remove:
             shutil.rmtree(self.path, ignore_errors=True)
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     # -- the counting pass
 
@@ -109,17 +124,17 @@ class WorkDir:
             "dropped": vocab.dropped,
             "corpus": {k: getattr(stats, k) for k in ("files", "lines", "empty_lines", "replaced_lines", "words")},
         }
-        np.save(self.path / "counts.npy", vocab.counts)
-        write_json(meta, self.path / "vocabulary.json")
+        np.save(self.path / COUNTS, vocab.counts)
+        write_json(meta, self.path / COUNTED_WORDS)
 
     def load_vocabulary(self) -> tuple[Vocabulary, CorpusStats] | None:
-        path = self.path / "vocabulary.json"
+        path = self.path / COUNTED_WORDS
         if not path.is_file():
             return None
         meta = json.loads(path.read_text(encoding="utf-8"))
         vocab = Vocabulary(
             words=tuple(meta["words"]),
-            counts=np.load(self.path / "counts.npy"),
+            counts=np.load(self.path / COUNTS),
             lowercase=meta["lowercase"],
             dropped=meta["dropped"],
         )
@@ -129,16 +144,17 @@ class WorkDir:
 
     def save_checkpoint(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
         """One file, replaced atomically: the arrays and ``meta`` (JSON) of the state after a chunk."""
-        final = self.path / "checkpoint.npz"
-        tmp = self.path / "checkpoint.tmp.npz"
+        final = self.path / CHECKPOINT
+        tmp = self.path / CHECKPOINT_PART
         with open(tmp, "wb") as handle:
-            np.savez(handle, _meta=np.array(json.dumps(meta)), **arrays)
+            payload: dict[str, Any] = {"_meta": np.array(json.dumps(meta)), **arrays}
+            np.savez(handle, **payload)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, final)
 
     def load_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
-        path = self.path / "checkpoint.npz"
+        path = self.path / CHECKPOINT
         if not path.is_file():
             return None
         try:

@@ -1,0 +1,222 @@
+"""The Python API: ``distill.run``, ``distill.load``, ``distill.derive``, ``distill.export`` and
+``distill.evaluate``, each the command of the same name with typed arguments.
+
+Heavy libraries (torch, transformers) load on first use, inside each function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from distill.config import DType, EncodingErrors, Engine, Layers, Oov, Pooling, RunConfig, Sampling, StoreKind
+from distill.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
+    from distill.evaluation.report import Row
+    from distill.pipeline import RunResult
+    from distill.serve.formats import Format
+
+
+def run(
+    *,
+    model: str = "minilm",
+    corpus: str | Path | Sequence[str | Path] = (),
+    out: str | Path | None = None,
+    layers: str | int | Sequence[int] | Layers = "1",
+    pooling: str | Sequence[str | Pooling] = "pc",
+    min_count: int = 5,
+    max_vocab: int | None = None,
+    vocab_file: str | None = None,
+    lowercase: bool | None = None,
+    alpha_only: bool = True,
+    split_sentences: bool = False,
+    encoding_errors: EncodingErrors | str = "strict",
+    max_occurrences: int = 200,
+    seed: int = 0,
+    sampling: Sampling | str = "uniform",
+    shuffle_buffer: int = 100000,
+    batch_size: int = 64,
+    batch_tokens: int | None = None,
+    max_length: int | None = None,
+    stride: int = 32,
+    device: str = "auto",
+    dtype: DType | str = "auto",
+    gguf_file: str | None = None,
+    revision: str | None = None,
+    normalize: bool = False,
+    model_words: bool = False,
+    best: bool = False,
+    alone_weight: float = 0.0,
+    analyze: bool = False,
+    pieces: bool | None = None,
+    teacher: bool = False,
+    store_dtype: DType | str = "auto",
+    store: StoreKind | str = "auto",
+    chunk_size: int = 4096,
+    checkpoint_every: float = 300.0,
+    resume: bool = True,
+    engine: Engine | str = "local",
+    tokenize_workers: int | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+) -> RunResult:
+    """Distil static word vectors, as ``distill run`` does; returns them with the run's manifest.
+
+    ``distill.run(model="minilm", layers="1,6", pooling="pc,mean", corpus="my_corpus.txt", out="outputs/mine")``.
+    Each keyword is the ``distill run`` option of that name (dashes as underscores), with its default; the
+    arguments below are those options' help. Bad options raise :class:`distill.ConfigError` before any
+    model loads.
+    """
+    from distill.pipeline import run_pipeline
+
+    options = dict(locals())
+    options.pop("run_pipeline")
+    corpus = options["corpus"]
+    options["corpus"] = tuple(map(str, [corpus] if isinstance(corpus, (str, Path)) else corpus))
+    options["out"] = None if out is None else str(out)
+    return run_pipeline(RunConfig(**options))
+
+
+def _document_options() -> None:
+    """``run``'s argument docs, from the one place each option's help lives (RunConfig)."""
+    lines = ["", "    Args:"]
+    for f in dataclasses.fields(RunConfig):
+        lines.append(f"        {f.name}: {f.metadata['help']}")
+    run.__doc__ = (run.__doc__ or "") + "\n".join(lines) + "\n"
+
+
+_document_options()
+
+
+def load(
+    path: str | Path,
+    layer: int | None = None,
+    pooling: Pooling | str | None = None,
+    vector_set: str | None = None,
+    oov: Oov | str = Oov.PIECES,
+) -> KeyedVectors:
+    """Vectors as gensim ``KeyedVectors``; a run folder's set answers any word.
+
+    Args:
+        path: a word2vec ``.txt``/``.bin`` file (or GloVe text), or a run folder.
+        layer: a run folder's layer set (default: the recommended set, else the first layer's).
+        pooling: with ``layer``: ``pc`` or ``mean`` (default: the run's first pooling).
+        vector_set: a set by name (``layers4-6.mean``), or ``best`` for the recommended one.
+        oov: a run folder's words outside the vocabulary: ``pieces`` (the mean of their pieces' vectors, for
+            runs made with them) or ``alone`` (the run's model reads the word alone; loads the model).
+    """
+    from distill.serve.anyword import load as load_any
+
+    kv: KeyedVectors = load_any(path, layer, None if pooling is None else Pooling(pooling).value, vector_set, oov)
+    return kv
+
+
+def derive(
+    run_dir: str | Path,
+    layers: Layers | str | int | Sequence[int] = "1",
+    pooling: str = "pc",
+    combine: str = "mean",
+    remove_top: int | None = None,
+    whiten: bool = False,
+    alone: float = 0.0,
+) -> tuple[str, KeyedVectors]:
+    """Derive a set from a run's layer sets and write it into the run folder, as ``distill derive``; returns its
+    name (``layers4-6.mean``) and its vectors.
+
+    Args:
+        run_dir: a finished run folder.
+        layers: the layer sets combined: ``1``, ``1,3``, ``4-6`` or ``all``.
+        pooling: ``pc``, ``mean`` or ``pc+mean`` (each word's unit first-PC and unit mean vectors summed).
+        combine: how the layers' unit vectors combine: ``mean`` or ``concat``.
+        remove_top: None leaves the vectors as they are; 0 centres them; D also removes the top D directions.
+        whiten: whiten the vectors (after ``remove_top``).
+        alone: add this weight times each word's unit reading alone by the run's model (loads the model).
+    """
+    from distill.derive import Recipe
+    from distill.derive import derive as derive_set
+
+    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone)  # type: ignore[arg-type]
+    name, kv = derive_set(run_dir, recipe)
+    return name, kv
+
+
+def export(
+    run_dir: str | Path,
+    formats: Sequence[Format | str] = ("npy",),
+    *,
+    vector_set: str | None = None,
+    layer: int | None = None,
+    pooling: Pooling | str | None = None,
+    out: str | Path | None = None,
+    dtype: DType | str = DType.FLOAT32,
+    scale: str = "vector",
+    dims: int | None = None,
+    top_words: int | None = None,
+    weighting: str = "auto",
+) -> list[tuple[Path, int]]:
+    """Export one set of a run, as ``distill export``; returns each output's path and bytes on disk.
+
+    Args:
+        run_dir: a finished run folder.
+        formats: ``word2vec``, ``kv`` (gensim), ``model2vec``, ``sentence-transformers``, ``npy``, ``projector``.
+        vector_set: the set by name (default: the recommended set, else the first layer's); or ``layer`` and
+            ``pooling``.
+        layer: a layer set of the run.
+        pooling: with ``layer``: ``pc`` or ``mean``.
+        out: the folder written (default: the run's ``export/``); with one folder format, that folder itself.
+        dtype: numbers stored: ``float32``, ``float16`` or ``int8`` (with a float32 scale).
+        scale: int8 scale per ``vector`` or per ``dimension``.
+        dims: PCA of the vocabulary to this many dimensions.
+        top_words: keep only the N most frequent words.
+        weighting: the sentence models' word weights: ``auto`` (the set's own for a tuned set, else SIF),
+            ``sif``, ``usif``, ``zipf`` or ``none``.
+    """
+    from distill.serve.export import export_run, parse_formats
+
+    names = [getattr(f, "value", f) for f in formats]
+    chosen = parse_formats(",".join(str(n) for n in names))
+    pooled = None if pooling is None else Pooling(pooling).value
+    return export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooled, formats=chosen, out=out,
+                      dtype=dtype, scale=scale, dims=dims, top_words=top_words, weighting=weighting)  # fmt: skip
+
+
+def evaluate(
+    vectors: Sequence[str | Path],
+    *,
+    baselines: Sequence[str | Path] = (),
+    vector_set: str | None = None,
+    benchmarks: Sequence[str] | None = None,
+    oov: Sequence[Oov | str] = (Oov.STANDARD, Oov.PAPER),
+    seed: int = 0,
+    progress: bool = False,
+) -> list[Row]:
+    """Score word vectors on the word benchmarks, as ``distill evaluate`` does (without writing a report).
+
+    Args:
+        vectors: vector files (word2vec ``.txt``/``.bin``, GloVe text, ``.gz``) or run folders (every set).
+        baselines: vector files scored beside them, marked as baselines.
+        vector_set: for run folders: this set only (``best``, ``layer1.pc`` ...).
+        benchmarks: benchmark names (default: every word benchmark the data folder holds).
+        oov: OOV policies: ``standard``, ``paper``, ``pieces``, ``alone``.
+        seed: seed of the clustering (categorization).
+        progress: show a progress bar.
+    """
+    from distill.config import parse_choices
+    from distill.evaluation.report import EvalOptions, evaluate_rows
+    from distill.evaluation.vectors import expand_paths, load_vectors
+
+    options = EvalOptions(oov=parse_choices(Oov, list(oov), "OOV policy"), seed=seed)
+    if benchmarks is not None:
+        options = dataclasses.replace(options, benchmarks=tuple(benchmarks))
+    files = expand_paths(list(vectors), vector_set)
+    rows: list[Row] = evaluate_rows([load_vectors(f) for f in files], options,
+                                    [load_vectors(b) for b in baselines], progress=progress)  # fmt: skip
+    return rows
+
+
+__all__ = ["ConfigError", "derive", "evaluate", "export", "load", "run"]
