@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from distill.config import RunConfig, parse_layers, token_budget
+from distill.config import Layers, RunConfig, token_budget
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder, load_encoder_config
 from distill.encoding.batches import ChunkDone, iter_batches
@@ -92,7 +92,7 @@ def main() -> None:
                        chunk_size=args.chunk_size, pieces=args.pieces)  # fmt: skip
     source = resolve_model(args.model)
     model_config = load_encoder_config(args.model, source)
-    layers = parse_layers(args.layers, int(model_config.num_hidden_layers))
+    layers = Layers.parse(args.layers).resolve(int(model_config.num_hidden_layers))
     model = load_encoder(args.model, source, layers, device=args.device, config=model_config)
     print(f"model {source} on {model.device}, layers {args.layers} ({model.layers_run} of {model.n_layers} run), "
           f"threads {torch.get_num_threads()}")  # fmt: skip

@@ -15,7 +15,7 @@ from distill.analysis.measures import (
     self_similarity_and_mev,
 )
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 def test_identical_occurrences_have_self_similarity_and_mev_one():

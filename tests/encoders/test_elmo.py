@@ -10,7 +10,7 @@ import distill
 from distill.encoders.elmo import Elmo, ProjectedLstm, char_ids, elmo_config, load_elmo
 from distill.errors import ConfigError
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 pytest.importorskip("h5py")
 

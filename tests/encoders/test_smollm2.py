@@ -35,7 +35,7 @@ def test_smollm2_distils_end_to_end(tmp_path):
         pytest.skip("SmolLM2's GGUF weights are not in the cache; run make smollm2-weights")
     import distill
 
-    from .conftest import TINY_CORPUS
+    from ..conftest import TINY_CORPUS
 
     result = distill.run(
         model="smollm2",

@@ -14,7 +14,7 @@ from distill.paths import data_dir
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 from distill.vectors.reader import read_vectors
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 pytestmark = pytest.mark.integration  # the real benchmark files of ../shared/data
 

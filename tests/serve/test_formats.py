@@ -15,7 +15,7 @@ from distill.serve.search import Searcher
 from distill.vectors.faiss_index import build_faiss_index
 from distill.vectors.keyed import l2_normalize
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 @pytest.fixture(scope="module")

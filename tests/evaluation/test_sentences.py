@@ -29,7 +29,7 @@ from distill.tune.teacher import read_teacher
 from distill.tune.train import tune, tune_run
 from distill.vectors.keyed import to_keyed_vectors
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 def test_sts_spearman_per_year_by_hand(rng):

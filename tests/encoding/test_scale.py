@@ -22,7 +22,7 @@ from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan
 from distill.rundir import RunDir
 from distill.workdir import fingerprint
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 def _vocab():

@@ -41,7 +41,7 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
     import distill
     from distill.derive.recipe import Recipe, derive
 
-    from .conftest import TINY_CORPUS
+    from ..conftest import TINY_CORPUS
 
     distill.run(
         model=str(tiny_bert_dir),
@@ -78,7 +78,7 @@ def test_best_layers_are_the_upper_third():
 def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
     import distill
 
-    from .conftest import TINY_CORPUS
+    from ..conftest import TINY_CORPUS
 
     result = distill.run(
         model=str(tiny_bert_dir),

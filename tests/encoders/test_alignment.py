@@ -61,7 +61,7 @@ def test_sentencepiece_pieces_align(sentencepiece_tokenizer):
 def test_cased_wordpiece_keeps_case(tmp_path):
     from transformers import BertTokenizer
 
-    from .conftest import DATA
+    from ..conftest import DATA
 
     cased = BertTokenizer(vocab=str(DATA / "wordpiece" / "vocab.txt"), do_lower_case=False)
     pieces, _, _ = _pieces(cased, "king King")

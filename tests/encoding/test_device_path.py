@@ -16,7 +16,7 @@ from distill.encoding.store import OccurrenceStore
 from distill.occurrences import iter_jobs, plan_sample
 from distill.reduction import reduce_words
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 from .test_scale import _vocab
 
 

@@ -7,7 +7,7 @@ from gensim.models import KeyedVectors
 from distill.errors import ConfigError
 from distill.evaluation.baselines import BaselineConfig, Method, parse_methods, train_baselines
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 def test_baselines_train_on_exactly_the_given_words(tmp_path):

@@ -14,7 +14,7 @@ from distill.config import RunConfig
 from distill.errors import ConfigError
 from distill.progress import LogProgress
 
-from .conftest import TINY_CORPUS
+from ..conftest import TINY_CORPUS
 
 
 def _cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
