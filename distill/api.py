@@ -112,7 +112,7 @@ def load(
     """
     from distill.serve.anyword import load as load_any
 
-    kv: KeyedVectors = load_any(path, layer, None if pooling is None else Pooling(pooling).value, vector_set, oov)
+    kv: KeyedVectors = load_any(path, layer, getattr(pooling, "value", pooling), vector_set, oov)
     return kv
 
 
@@ -180,7 +180,7 @@ def export(
 
     names = [getattr(f, "value", f) for f in formats]
     chosen = parse_formats(",".join(str(n) for n in names))
-    pooled = None if pooling is None else Pooling(pooling).value
+    pooled = getattr(pooling, "value", pooling)  # checked by the run folder (RunDir.set_for)
     return export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooled, formats=chosen, out=out,
                       dtype=dtype, scale=scale, dims=dims, top_words=top_words, weighting=weighting)  # fmt: skip
 

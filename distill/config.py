@@ -137,7 +137,8 @@ def parse_poolings(spec: str | Sequence[str | Pooling]) -> tuple[Pooling, ...]:
     return parse_choices(Pooling, spec, "pooling")
 
 
-_LAYER_SYNTAX = "use an index (1), a list (1,3), a range (0-3) or all"
+def _unreadable(spec: Any) -> ConfigError:
+    return ConfigError(f"cannot read layer spec {spec!r}; use an index (1), a list (1,3), a range (0-3) or all")
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ class Layers:
         if isinstance(spec, Layers):
             return spec
         if isinstance(spec, bool):
-            raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}")
+            raise _unreadable(spec)
         if isinstance(spec, int):
             items = [spec]
         elif isinstance(spec, (list, tuple)):
@@ -190,18 +191,18 @@ class Layers:
 
 def _layer_index(value: Any, spec: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}")
+        raise _unreadable(spec)
     try:
         return int(value)
     except ValueError as err:
-        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}") from err
+        raise _unreadable(spec) from err
 
 
 def _layer_range(part: str, spec: Any) -> list[int]:
     try:
         lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
     except ValueError as err:
-        raise ConfigError(f"cannot read layer spec {spec!r}; {_LAYER_SYNTAX}") from err
+        raise _unreadable(spec) from err
     if lo > hi:
         raise ConfigError(f"layer range {part!r} runs backwards; write it low-high")
     return list(range(lo, hi + 1))

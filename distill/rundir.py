@@ -92,13 +92,16 @@ class RunDir:
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the run's lock (``.distill.lock``), waiting for another command that holds it."""
-        return FolderLock(member(self.path, LOCK_FILE)).held()
+        return self._lock().held()
+
+    def _lock(self) -> FolderLock:
+        return FolderLock(member(self.path, LOCK_FILE))  # never a link
 
     def claim(self) -> FolderLock:
         """Take the run's lock for a whole distillation, without waiting: a second run writing here at once is
         refused, and commands that change the manifest (:meth:`update_manifest`) wait for the run. The caller
         releases it."""
-        lock = FolderLock(member(self.path, LOCK_FILE))
+        lock = self._lock()
         if not lock.acquire(wait=False):
             raise ConfigError(f"another distill run is writing to {self.path}; wait for it or give another --out")
         return lock

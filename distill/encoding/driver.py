@@ -116,7 +116,7 @@ def _run_engine(
     if config.engine is Engine.RAY:
         from distill.encoding.ray_engine import encode_with_ray
 
-        return encode_with_ray(encoder, jobs, layers, store, config, work=work.chunks, total=total, stats=stats,
+        return encode_with_ray(encoder, jobs, layers, store, config, chunk_dir=work.chunks, total=total, stats=stats,
                                skip_chunks=skip, on_chunk=on_chunk, observers=observers)  # fmt: skip
     return encode_occurrences(
         encoder,

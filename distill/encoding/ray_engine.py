@@ -141,7 +141,7 @@ def encode_with_ray(
     store: OccurrenceStore,
     config: RunConfig,
     *,
-    work: Path,
+    chunk_dir: Path,
     total: int,
     stats: EncodeStats,
     skip_chunks: int,
@@ -149,7 +149,7 @@ def encode_with_ray(
     observers: Sequence[MergingObserver] = (),
 ) -> EncodeStats:
     """Fill ``store`` from ``jobs`` with Ray Data actors; ``on_chunk`` after each chunk, in chunk order.
-    ``work``: the folder of the chunk files. Each actor fills empty copies of ``observers``, merged back here."""
+    ``chunk_dir``: the folder of the chunk files. Each actor fills empty copies of ``observers``, merged back here."""
     started_here = _start_ray(config.workers or 1)
     import ray
 
@@ -157,7 +157,6 @@ def encode_with_ray(
         gpus = int(ray.cluster_resources().get("GPU", 0))
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = config.workers or (gpus or max(1, cpus // 2))
-        chunk_dir = work
         items = _write_chunks(jobs, chunk_dir, config.chunk_size, skip_chunks)
         logger.info("ray: %d chunks on %d actors (%d GPUs, %d CPUs in the cluster)", len(items), workers, gpus, cpus)
         spec = {
