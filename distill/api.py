@@ -11,7 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distill.config import DType, EncodingErrors, Engine, Layers, Oov, Pooling, RunConfig, Sampling, StoreKind
+from distill.config import (
+    DEFAULT_TEMPLATE,
+    DType,
+    EncodingErrors,
+    Engine,
+    Layers,
+    Oov,
+    Pooling,
+    RunConfig,
+    Sampling,
+    StoreKind,
+    Template,
+)
 from distill.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,6 +64,7 @@ def run(
     model_words: bool = False,
     best: bool = False,
     alone_weight: float = 0.0,
+    alone_template: str | Template = DEFAULT_TEMPLATE,
     analyze: bool = False,
     pieces: bool | None = None,
     teacher: bool = False,

@@ -94,6 +94,47 @@ class Oov(str, enum.Enum):
         return self in (Oov.PIECES, Oov.ALONE)
 
 
+#: Built-in prompts a word is read alone in (``--alone-template``); ``{word}`` stands for the word.
+TEMPLATES = {
+    "bare": "{word}",
+    "meaning": "meaning: {word}",
+    "word": 'the word "{word}"',
+    "means": "{word} means",
+    "define": "definition of {word}",
+    "concept": "the concept of {word}",
+}
+WORD = "{word}"
+#: The prompt words are read alone in unless told otherwise (benchmarks/alone_sweep.py chose it on the dev sets).
+DEFAULT_TEMPLATE = "word"
+
+
+@dataclass(frozen=True)
+class Template:
+    """A prompt a word is read alone in: a built-in name of :data:`TEMPLATES` or free text holding ``{word}``
+    once. Only the word's own pieces are pooled, never the prompt's. ``str()`` gives the option back."""
+
+    text: str = WORD
+
+    @classmethod
+    def parse(cls, spec: Template | str) -> Template:
+        """A built-in name (``meaning``) or free text (``"a {word}"``); ConfigError for anything else."""
+        if isinstance(spec, Template):
+            return spec
+        text = TEMPLATES.get(str(spec).strip().lower(), str(spec))
+        if text.count(WORD) != 1:
+            names = ", ".join(TEMPLATES)
+            raise ConfigError(f"alone template {spec!r} must hold {WORD} once, or be one of: {names}")
+        return cls(text)
+
+    def fill(self, word: str) -> tuple[str, int]:
+        """The prompt for ``word`` and where the word starts in it."""
+        at = self.text.index(WORD)
+        return self.text[:at] + word + self.text[at + len(WORD) :], at
+
+    def __str__(self) -> str:
+        return next((name for name, text in TEMPLATES.items() if text == self.text), self.text)
+
+
 class Effect(str, enum.Enum):
     """What an option changes: read by the checkpoint (resume) and the table (reuse of a finished run)."""
 
@@ -311,6 +352,14 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    alone_template: Template = option(
+        Template.parse(DEFAULT_TEMPLATE),
+        "The prompt a word is read alone in (--model-words, --alone-weight, --oov alone): a built-in ("
+        + ", ".join(TEMPLATES)
+        + ") or text holding {word} once; only the word's own pieces are pooled.",
+        MODEL,
+        cli_type=str,
+    )
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
@@ -385,6 +434,7 @@ class RunConfig:
         object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
         object.__setattr__(self, "layers", Layers.parse(self.layers))
+        object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
         check_config(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -394,6 +444,7 @@ class RunConfig:
                 data[key] = value.value
         data["pooling"] = [p.value for p in self.pooling]
         data["layers"] = str(self.layers)
+        data["alone_template"] = str(self.alone_template)
         data["corpus"] = list(self.corpus)
         return data
 

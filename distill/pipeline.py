@@ -294,7 +294,7 @@ def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduce
     if not words:
         return None
     logger.info("%d words of the model's vocabulary encoded alone", len(words))
-    states = encode_alone(encoder, words, plan.layers, plan.config.batch_size)
+    states = encode_alone(encoder, words, plan.layers, plan.config.batch_size, plan.config.alone_template)
     result.words += words
     result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
     result.from_model = len(words)
@@ -349,7 +349,7 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
     assert best is not None
 
     def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-        return AloneFallback(encoder, layers, best.combine.value).matrix(words)
+        return AloneFallback(encoder, layers, best.combine.value, template=plan.config.alone_template).matrix(words)
 
     words, x, layers = derived_vectors(
         best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],

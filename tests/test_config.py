@@ -1,6 +1,6 @@
 import pytest
 
-from distill.config import Layers, Pooling, RunConfig, parse_poolings
+from distill.config import TEMPLATES, Layers, Pooling, RunConfig, Template, parse_poolings
 from distill.errors import ConfigError
 from distill.paths import resolve_model
 
@@ -105,3 +105,20 @@ def test_the_python_api_takes_every_run_option_with_its_default_and_its_help():
     assert list(parameters) == [f.name for f in fields]
     assert RunConfig(**{name: p.default for name, p in parameters.items()}) == RunConfig()
     assert all(f"{f.name}: {f.metadata['help']}" in distill.run.__doc__ for f in fields)
+
+
+def test_alone_templates_fill_the_word_in_and_are_spelled_back_as_given():
+    text, at = Template.parse("word").fill("queen")
+    assert (text, at) == ('the word "queen"', 10) and text[at : at + 5] == "queen"
+    assert Template.parse("Meaning").text == TEMPLATES["meaning"] and str(Template.parse("meaning")) == "meaning"
+    free = Template.parse("{word}, as in a dictionary {x}")  # free text; other braces are kept as they are
+    assert free.fill("cat") == ("cat, as in a dictionary {x}", 0) and str(free) == "{word}, as in a dictionary {x}"
+    assert Template.parse("bare").fill("cat") == ("cat", 0)
+    assert RunConfig.from_json(RunConfig(alone_template="a {word}").to_json()).alone_template == Template("a {word}")
+    assert RunConfig().to_json()["alone_template"] in TEMPLATES
+
+
+@pytest.mark.parametrize("spec", ["no placeholder", "{word} and {word}", "", "{Word}"])
+def test_an_alone_template_without_one_word_placeholder_is_refused(spec):
+    with pytest.raises(ConfigError, match="must hold \\{word\\} once"):
+        RunConfig(alone_template=spec)

@@ -207,7 +207,7 @@ def test_model_words_get_the_state_of_the_word_read_alone(tiny_bert_dir, tmp_pat
 
     options = dict(corpus=[str(TINY_CORPUS)], layers="1", pooling="pc,mean", min_count=3, max_occurrences=5)
     plain = _run(tiny_bert_dir, tmp_path / "plain", **options)
-    full = _run(tiny_bert_dir, tmp_path / "full", model_words=True, **options)
+    full = _run(tiny_bert_dir, tmp_path / "full", model_words=True, alone_template="bare", **options)
     added = full.manifest["vocabulary"]["from_model_vocabulary"]
     assert added > 0 and full.manifest["vocabulary"]["size"] == plain.manifest["vocabulary"]["size"] + added
     kv = full[1, "mean"]

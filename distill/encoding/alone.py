@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, encode_batch, prepare_chunk
@@ -43,10 +44,17 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
     return sorted(set(words))
 
 
-def encode_alone(encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256) -> np.ndarray:
-    """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone."""
+def encode_alone(
+    encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
+    template: Template = Template(),
+) -> np.ndarray:  # fmt: skip
+    """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
+    ``template``'s prompt; the mean of the word's own pieces, the prompt's left out."""
     out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
-    jobs = [SentenceJob(i, word, np.array([0]), np.array([len(word)]), np.array([i])) for i, word in enumerate(words)]
+    jobs = []
+    for i, word in enumerate(words):
+        text, at = template.fill(word)
+        jobs.append(SentenceJob(i, text, np.array([at]), np.array([at + len(word)]), np.array([i])))
     stats = EncodeStats()
     with torch.inference_mode():
         for chunk in batched(jobs, 4096):

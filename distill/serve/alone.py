@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from distill.config import WORD, Template
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
@@ -33,6 +34,9 @@ class AloneFallback:
     layers: list[int]
     combine: str | None = None  # None: a layer set; else how a derived set combines its layers
     lowercase: bool = False
+    template: Template = field(
+        default_factory=Template
+    )  # the prompt the word is read in; the run's (bare for runs before it)
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     source: ClassVar[str] = "alone"
 
@@ -60,7 +64,8 @@ class AloneFallback:
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
         # auto: half precision on a GPU, float32 on a CPU (where float16 is slow or unsupported), whatever the run used
         encoder = _encoder(model["name"], source, top, model.get("revision"), model.get("gguf_file"), "auto")
-        return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]))
+        template = Template.parse(str(manifest.get("config", {}).get("alone_template", WORD)))
+        return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]), template)
 
     def vectors(self, words: Sequence[str]) -> list[np.ndarray | None]:
         """Each word's vector, read in batches (None for a word with no piece, such as an empty one)."""
@@ -76,7 +81,8 @@ class AloneFallback:
 
     def matrix(self, words: Sequence[str]) -> np.ndarray:
         """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
-        states = encode_alone(self.encoder, [w.lower() if self.lowercase else w for w in words], tuple(self.layers))
+        folded = [w.lower() if self.lowercase else w for w in words]
+        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template)
         return states[0] if self.combine is None else combine(list(states), self.combine)
 
 

@@ -1,12 +1,14 @@
 """Every export format through its real loader, compression error bounds, FAISS index kinds."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
 import distill
+from distill.config import DEFAULT_TEMPLATE, TEMPLATES
 from distill.errors import ConfigError
 from distill.serve.compress import fit_pca, quantize
 from distill.serve.export import export_run, parse_formats
@@ -269,15 +271,21 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
     assert np.isnan(score_vectors(kv, options, {"toy": data})[2].score)  # no fallback: not scored
 
 
-def _read_alone(model_dir, word: str, layers: list[int]) -> list[np.ndarray]:
-    """The word's state in each layer when the model reads ``[CLS] word [SEP]``, its pieces averaged."""
+def _read_alone(model_dir, word: str, layers: list[int], prompt: str = TEMPLATES[DEFAULT_TEMPLATE]) -> list[np.ndarray]:
+    """The word's state in each layer when the model reads ``prompt`` with the word in it (``[CLS] the word
+    "queenly" [SEP]``), the word's own pieces averaged (found by the tokenizer's character offsets)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir)
+    start = prompt.index("{word}")
+    encoded = tokenizer(prompt.replace("{word}", word), return_tensors="pt", return_offsets_mapping=True)
+    spans = encoded.pop("offset_mapping")[0].tolist()
+    own = [i for i, (a, b) in enumerate(spans) if b > a and a >= start and b <= start + len(word)]
+    assert own and (prompt == "{word}" or len(own) < len(spans) - 2)  # the prompt's pieces are left out
     with torch.no_grad():
-        states = model(**tokenizer(word, return_tensors="pt"), output_hidden_states=True).hidden_states
-    return [states[layer][0, 1:-1].mean(dim=0).numpy() for layer in layers]
+        states = model(**encoded, output_hidden_states=True).hidden_states
+    return [states[layer][0, own].mean(dim=0).numpy() for layer in layers]
 
 
 def test_oov_alone_reads_a_word_the_run_lacks_with_the_runs_own_model(pieces_run, tiny_bert_dir):
@@ -352,3 +360,24 @@ def test_alone_weight_adds_each_words_reading_alone_to_the_recommended_set(tiny_
     again_name, again = derive(run.out, Recipe(layers=span, pooling="mean", alone=0.5))  # from the files, later
     assert again_name == name
     np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)
+
+
+def test_words_are_read_alone_in_the_runs_template_and_older_runs_read_them_bare(pieces_run, tiny_bert_dir, tmp_path):
+    import shutil
+
+    from distill.config import Template
+    from distill.serve.alone import AloneFallback
+
+    manifest = json.loads((pieces_run / "manifest.json").read_text())
+    assert manifest["config"]["alone_template"] == DEFAULT_TEMPLATE  # the manifest records the prompt
+    reader = AloneFallback.open(pieces_run, "layer1.mean")
+    (prompted,) = _read_alone(tiny_bert_dir, "kingqqq", [1])
+    assert reader.template == Template.parse(DEFAULT_TEMPLATE)
+    np.testing.assert_allclose(reader.vector("kingqqq"), prompted, atol=1e-5)
+
+    old = Path(shutil.copytree(pieces_run, tmp_path / "old"))  # a run made before templates: read bare
+    del manifest["config"]["alone_template"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    (bare,) = _read_alone(tiny_bert_dir, "kingqqq", [1], prompt="{word}")
+    np.testing.assert_allclose(AloneFallback.open(old, "layer1.mean").vector("kingqqq"), bare, atol=1e-5)
+    assert not np.allclose(bare, prompted, atol=1e-3)

@@ -1,0 +1,71 @@
+"""Which prompt should a word be read alone in? Every template x layer, scored on the dev word sets.
+
+    python benchmarks/alone_sweep.py [--model minilm] [--templates bare,meaning,...] [--held-out]
+
+Each word of SimLex-999, MEN and WS353 (and its sim/rel halves) is read alone by the model inside each
+template (only the word's own pieces pooled, as ``--alone-template`` does), in every layer; every pair is
+scored (Spearman x100), one row per template and layer, plus the recommended set's layers combined
+(``best``: unit vectors of the upper third averaged, as ``--best`` combines them). ``--held-out`` adds RW and
+MTurk-287, to be read only after the choice is made on the dev sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from distill.config import TEMPLATES, Template, best_layers
+from distill.encoders import load_encoder
+from distill.encoding.alone import encode_alone
+from distill.evaluation.datasets import SimilarityDataset, load_similarity
+from distill.evaluation.metrics import evaluate_similarity
+from distill.paths import resolve_model
+from distill.vectors.keyed import to_keyed_vectors
+from distill.vectors.postprocess import combine
+
+DEV = ("simlex999", "men", "ws353", "ws353_sim", "ws353_rel")
+HELD_OUT = ("rw", "mturk287")
+
+
+def scores(words: list[str], matrix: np.ndarray, sets: list[SimilarityDataset], lowercase: bool) -> list[float]:
+    kv = to_keyed_vectors(words, matrix)
+    return [100 * evaluate_similarity(kv, s, "paper", lowercase).score for s in sets]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--templates", default=",".join(TEMPLATES))
+    parser.add_argument("--held-out", action="store_true")
+    args = parser.parse_args()
+    names = DEV + (HELD_OUT if args.held_out else ())
+    sets = [load_similarity(n) for n in names]
+    source = resolve_model(args.model)
+    probe = load_encoder(args.model, source, (0,))
+    n_layers, lowercase = probe.n_layers, probe.uncased
+    layers = tuple(range(n_layers + 1))
+    encoder = load_encoder(args.model, source, layers)
+    fold = str.lower if lowercase else str
+    words = sorted({fold(w) for s in sets for pair in s.pairs for w in pair})
+    top = best_layers(n_layers).resolve(n_layers)
+    print(f"{args.model}: {len(words):,} words, layers 0-{n_layers}, best = {'-'.join(map(str, top[:: len(top) - 1]))}")
+    print("| template | layer | " + " | ".join(names) + " | dev mean |")
+    print("|---|---|" + "---:|" * (len(names) + 1))
+    for spec in args.templates.split(","):
+        template = Template.parse(spec)
+        t0 = time.perf_counter()
+        states = encode_alone(encoder, words, layers, template=template)
+        seconds = time.perf_counter() - t0
+        rows = [(str(layer), states[layer]) for layer in layers]
+        rows.append(("best", combine([states[layer] for layer in top])))
+        for label, matrix in rows:
+            values = scores(words, matrix, sets, lowercase)
+            dev = float(np.mean(values[: len(DEV)]))
+            print(f"| {template} | {label} | " + " | ".join(f"{v:.1f}" for v in values) + f" | {dev:.1f} |")
+        print(f"<!-- {template}: {len(words):,} words read in {seconds:.1f} s -->")
+
+
+if __name__ == "__main__":
+    main()
