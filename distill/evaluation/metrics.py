@@ -42,6 +42,7 @@ class Score:
     oov: str = Oov.STANDARD.value
     section: str = "all"
     method: str = ""  # analogies: 3cosadd / 3cosmul
+    all_questions: float | None = None  # analogies: share of every question answered, one not covered = wrong
 
 
 def is_lowercase_vocabulary(kv: Any) -> bool:
@@ -144,8 +145,10 @@ def evaluate_analogy(
         mask = np.ones(len(q), dtype=bool) if section == "all" else sections == section
         scored = mask & covered if oov is Oov.STANDARD else mask
         accuracy = float(correct[scored].mean()) if scored.any() else float("nan")
-        n_cov = int((mask & covered).sum())
-        out.append(Score(dataset.name, "accuracy", accuracy, int(mask.sum()), n_cov, oov.value, section, method.value))
+        n_cov, n_all = int((mask & covered).sum()), int(mask.sum())
+        right = float(correct[mask & covered].sum() if oov is Oov.STANDARD else correct[mask].sum())
+        out.append(Score(dataset.name, "accuracy", accuracy, n_all, n_cov, oov.value, section, method.value,
+                         right / max(n_all, 1)))  # fmt: skip
     return out
 
 

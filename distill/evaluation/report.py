@@ -201,6 +201,8 @@ def _cell(score: Score | None) -> str:
         return ""
     if math.isnan(score.score):
         return "–"
+    if score.all_questions is not None and score.oov == Oov.STANDARD.value and score.n_covered < score.n_total:
+        return f"{score.score:.3f} ({score.n_covered}); {score.all_questions:.3f} of all"
     return f"{score.score:.3f} ({score.n_covered})"
 
 
@@ -224,7 +226,8 @@ def markdown(
         "`pieces`: a missing word gets the mean of its pieces' vectors from the run (the mean vector if none "
         "was seen), every item scored; analogies not scored. `alone`: a missing word gets the run's model reading "
         "it alone, in the set's layers; analogies not scored. (n) = items whose words all have a vector (from "
-        "the vocabulary, or from the fallback).",
+        "the vocabulary, or from the fallback). Analogies with questions not covered also give the share of all "
+        'questions answered right ("of all"), a question with a missing word counting as wrong.',
         "",
     ]
     totals = {(b, s): next((x.n_total for r in rows if (x := r.get(b, s)) and x.n_total), 0) for b, s, _ in columns}

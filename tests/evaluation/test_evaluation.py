@@ -88,6 +88,12 @@ def test_analogy_finds_the_fourth_word_and_skips_questions_with_missing_words():
         assert syntactic.n_covered == 0 and math.isnan(syntactic.score)
         paper = evaluate_analogy(kv, data, method, oov="paper")[0]
         assert paper.score == pytest.approx(2 / 3)  # the question with a missing answer is a miss
+        # over all questions, the one not covered counts as wrong: 2 of 3, beside 2 of 2 covered
+        assert (total.all_questions, semantic.all_questions, syntactic.all_questions) == (2 / 3, 1.0, 0.0)
+        assert paper.all_questions == pytest.approx(paper.score)
+    from distill.evaluation.report import _cell
+
+    assert _cell(total) == "1.000 (2); 0.667 of all" and _cell(semantic) == "1.000 (2)"
 
 
 def test_analogy_never_answers_a_question_word():
