@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev,gguf,export,elmo,ray]"
+	$(PY) -m pip install -q -e ".[dev,gguf,export,elmo,ray,lexicon]"
 	touch $@
 
 install: $(VENV)/.installed

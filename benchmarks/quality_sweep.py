@@ -62,7 +62,7 @@ def vectors(cache: dict, run: Path, layers: tuple[int, ...], pooling: str, post:
         remove_top=0 if post == "center" else int(post[3:]) if post.startswith("top") else None,
         whiten=post == "whiten",
     )
-    words, x, _ = derived_vectors(recipe, max(layers), cached)
+    words, x, _, _ = derived_vectors(recipe, max(layers), cached)
     return words, x
 
 

@@ -64,6 +64,7 @@ def run(
     model_words: bool = False,
     best: bool = False,
     alone_weight: float = 0.0,
+    language_words: int = 0,
     alone_template: str | Template = DEFAULT_TEMPLATE,
     analyze: bool = False,
     pieces: bool | None = None,

@@ -352,6 +352,14 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    language_words: int = option(
+        0,
+        "With --best: the recommended set also holds the words it lacks among the N most frequent of English "
+        "(the wordfreq package's list, about 320,000 at most), each read alone by the model, so that a plain "
+        'word2vec file covers what users look up (pip install "distill[lexicon]"). 0: off.',
+        OUTPUT,
+        Effect.FILES,
+    )
     alone_template: Template = option(
         Template.parse(DEFAULT_TEMPLATE),
         "The prompt a word is read alone in (--model-words, --alone-weight, --oov alone): a built-in ("
@@ -514,7 +522,7 @@ def _check_types(config: RunConfig) -> None:
 def _check_numbers(config: RunConfig) -> None:
     for name in ("min_count", "max_occurrences", "batch_size", "chunk_size", "shuffle_buffer"):
         _positive(name, getattr(config, name))
-    for name in ("batch_tokens", "tokenize_workers"):
+    for name in ("batch_tokens", "tokenize_workers", "language_words"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
     for name in ("max_vocab", "workers", "max_length"):
@@ -564,5 +572,7 @@ def check_config(config: RunConfig) -> None:
     _check_numbers(config)
     _check_device(config)
     _check_paths(config)
+    if config.language_words and not config.best:
+        raise ConfigError("--language-words adds words to the recommended set: add --best")
     if config.engine is Engine.RAY and (config.pieces or config.teacher):
         raise ConfigError("--pieces and --teacher are not available with --engine ray; run with --engine local")

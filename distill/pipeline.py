@@ -29,7 +29,7 @@ from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
 from distill.config import Engine, Pooling, RunConfig, best_layers, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
-from distill.derive import DerivePooling, Recipe, derived_vectors
+from distill.derive import DerivePooling, Recipe, derived_vectors, zero_counts
 from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
@@ -191,7 +191,7 @@ def plan_run(config: RunConfig) -> Plan:
     layers = asked
     if config.best:
         top = best_layers(n_layers)
-        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight)
+        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words)
         layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
     if config.teacher:  # the teacher's sentence embedding pools the last layer
         layers = tuple(sorted(set(layers) | {n_layers}))
@@ -283,6 +283,7 @@ class Reduced:
     vectors: dict[str, Any] = field(default_factory=dict)  # set name -> KeyedVectors
     files: list[str] = field(default_factory=list)
     from_model: int = 0  # words the corpus did not give, from the model's vocabulary (--model-words)
+    from_language: int = 0  # words of the recommended set only, from the language's frequent words
 
 
 def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduced) -> np.ndarray | None:
@@ -351,18 +352,19 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
     def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
         return AloneFallback(encoder, layers, best.combine.value, template=plan.config.alone_template).matrix(words)
 
-    words, x, layers = derived_vectors(
+    words, x, layers, added = derived_vectors(
         best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],
         read_alone,
     )  # fmt: skip
     name = best.name(layers)
-    kv = vectors[name] = to_keyed_vectors(words, x, reduced.counts)
+    kv = vectors[name] = to_keyed_vectors(words, x, zero_counts(reduced.counts, added))
+    reduced.from_language = added
     run = RunDir(plan.out)
     run.write_set(name, kv)
     reduced.files += set_files(name)
     for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
         del vectors[set_name(layer, pooling)]
-    return name, best.to_json(layers)
+    return name, best.to_json(layers, added)
 
 
 def analyze(
@@ -449,6 +451,7 @@ def build_manifest(plan: Plan, encoder: Encoder, vocab: Vocabulary, stats: Corpu
             "candidates": len(vocab),
             "dropped": dropped,
             "from_model_vocabulary": reduced.from_model,
+            "from_language_words": reduced.from_language,
         },
         occurrences=occurrences,
         encoding=encoding,

@@ -177,6 +177,14 @@ def derive(
             "vector (loads the model; see distill run --alone-weight). 0: no model runs.",
         ),
     ] = 0.0,
+    language_words: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Also add the words the set lacks among the N most frequent of English (wordfreq), each read alone "
+            "by the run's model (see distill run --language-words). 0: off.",
+        ),
+    ] = 0,
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
     setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
@@ -185,7 +193,9 @@ def derive(
     from distill.derive import derive as derive_set
 
     with user_errors():
-        name, kv = derive_set(run_dir, Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone))
+        name, kv = derive_set(
+            run_dir, Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words)
+        )
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 

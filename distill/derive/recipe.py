@@ -13,12 +13,13 @@ import enum
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from distill.config import Layers, Pooling, parse_choices
 from distill.errors import ConfigError
+from distill.lexicon import frequent_words
 from distill.names import layers_span, set_files
 from distill.rundir import RunDir
 from distill.vectors.keyed import to_keyed_vectors
@@ -51,6 +52,7 @@ class Recipe:
     remove_top: int | None = None  # None: untouched; 0: centred only; D: all-but-the-top D
     whiten: bool = False
     alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
+    words: int = 0  # also the set's missing words among the N most frequent of English, read alone
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", Layers.parse(self.layers))
@@ -60,6 +62,8 @@ class Recipe:
                 object.__setattr__(self, name, parse_choices(kind, [value], name, many=False)[0])
         if not 0 <= self.alone <= 100:  # as distill run --alone-weight
             raise ConfigError(f"alone must be between 0 (off) and 100, not {self.alone}")
+        if isinstance(self.words, bool) or not isinstance(self.words, int) or self.words < 0:
+            raise ConfigError(f"language words must be a whole number, 0 (off) or more, not {self.words!r}")
 
     def name(self, layers: list[int]) -> str:
         """The set's name, made of what was done: ``layers4-6.mean``, ``layers1_3.pc+mean.top3``."""
@@ -72,19 +76,41 @@ class Recipe:
             parts.append("white")
         if self.alone:
             parts.append(f"alone{self.alone:g}")
+        if self.words:
+            parts.append(f"words{self.words}")
         if len(layers) == 1 and len(parts) == 2 and self.pooling is not DerivePooling.PC_MEAN:
             parts.append("unit")  # one layer, untouched: unit vectors, never the run's own layerL.P file
         return ".".join(parts)
 
-    def to_json(self, layers: list[int]) -> dict[str, Any]:
+    def to_json(self, layers: list[int], added: int = 0) -> dict[str, Any]:
+        """The recipe for the manifest; ``added``: how many language words the set gained (``words``)."""
         data = asdict(self)
         data.update(layers=list(layers), pooling=self.pooling.value, combine=self.combine.value)
+        if self.words:
+            data["words_added"] = added
+        else:
+            del data["words"]  # recipes written before the option read the same
         return data
+
+
+class Derived(NamedTuple):
+    """A derived set: its words and vectors, the layers it combines, and how many of its words (the last)
+    come from the language's frequent words alone (``Recipe.words``)."""
+
+    words: list[str]
+    vectors: np.ndarray
+    layers: list[int]
+    added: int
+
+
+def zero_counts(counts: np.ndarray | None, added: int) -> np.ndarray | None:
+    """The set's corpus counts followed by 0 for each word added from the language's list."""
+    return None if counts is None else np.concatenate([counts, np.zeros(added, dtype=counts.dtype)])
 
 
 def derived_vectors(
     recipe: Recipe, n_layers: int, load_set: SetLoader, read_alone: AloneReader | None = None
-) -> tuple[list[str], np.ndarray, list[int]]:
+) -> Derived:
     """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set`` (and the words read
     alone through ``read_alone`` when the recipe adds them)."""
     layers = list(recipe.layers.resolve(n_layers))
@@ -102,15 +128,22 @@ def derived_vectors(
     if words is None:
         raise ConfigError(f"no layer set for layers {recipe.layers}")
     x = combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
+    if (recipe.alone or recipe.words) and read_alone is None:
+        raise ConfigError("adding the words read alone needs the run's model")
     if recipe.alone:
-        if read_alone is None:
-            raise ConfigError("adding the words read alone needs the run's model")
+        assert read_alone is not None
         x = (unit(x) + recipe.alone * unit(read_alone(words, layers))).astype(np.float32)
+    known = set(words)
+    added = [w for w in frequent_words(recipe.words) if w not in known] if recipe.words else []
+    if added:  # read alone, as a word of the set read alone would be: unit(a) + W unit(a)
+        assert read_alone is not None
+        x = np.vstack([x, (1 + recipe.alone) * unit(read_alone(added, layers))]).astype(np.float32)
+        words += added
     if recipe.remove_top is not None:
         x = remove_top(x, recipe.remove_top)
     if recipe.whiten:
         x = whiten(x)
-    return words, x, layers
+    return Derived(words, x, layers, len(added))
 
 
 def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
@@ -118,18 +151,18 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
     run = RunDir(run_dir)
     manifest = run.manifest()
     read_alone = None
-    if recipe.alone:
+    if recipe.alone or recipe.words:
         from distill.serve.alone import AloneFallback
 
         def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
             return AloneFallback.for_layers(manifest, layers, recipe.combine.value).matrix(words)
 
-    words, x, layers = derived_vectors(
+    words, x, layers, added = derived_vectors(
         recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),
         read_alone,
     )  # fmt: skip
     name = recipe.name(layers)
-    kv = to_keyed_vectors(words, x, run.counts(words))
+    kv = to_keyed_vectors(words, x, zero_counts(run.counts(words[: len(words) - added]), added))
     run.write_set(name, kv)
-    run.add_set(name, recipe.to_json(layers), set_files(name))
+    run.add_set(name, recipe.to_json(layers, added), set_files(name))
     return name, kv

@@ -381,3 +381,29 @@ def test_words_are_read_alone_in_the_runs_template_and_older_runs_read_them_bare
     (bare,) = _read_alone(tiny_bert_dir, "kingqqq", [1], prompt="{word}")
     np.testing.assert_allclose(AloneFallback.open(old, "layer1.mean").vector("kingqqq"), bare, atol=1e-5)
     assert not np.allclose(bare, prompted, atol=1e-3)
+
+
+def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, tmp_path):
+    from distill.derive.recipe import Recipe, derive
+    from distill.lexicon import frequent_words
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1-2",
+                      pooling="mean", best=True, alone_weight=0.5, language_words=300, min_count=3,
+                      progress=False)  # fmt: skip
+    name, recipe = run.manifest["best"], run.manifest["derived"][run.manifest["best"]]
+    kv, layers = run["best"], recipe["layers"]
+    corpus_words = run[layers[0], "mean"].index_to_key
+    added = [w for w in frequent_words(300) if w not in set(corpus_words)]
+    assert name.endswith(".alone0.5.words300") and recipe["words_added"] == len(added) > 100
+    assert run.manifest["vocabulary"]["from_language_words"] == len(added)
+    assert kv.index_to_key == corpus_words + added  # the corpus words first, as the layer sets list them
+    assert all(kv.get_vecattr(w, "count") == 0 for w in added[:5])
+    for word in added[:3]:  # each read alone in the run's prompt, its layers' unit vectors averaged
+        alone = np.mean([v / np.linalg.norm(v) for v in _read_alone(tiny_bert_dir, word, layers)], axis=0)
+        np.testing.assert_allclose(kv.get_vector(word, norm=True), alone / np.linalg.norm(alone), atol=1e-5)
+    span = f"{layers[0]}-{layers[-1]}"
+    again_name, again = derive(run.out, Recipe(layers=span, pooling="mean", alone=0.5, words=300))  # later, too
+    assert again_name == name and again.index_to_key == kv.index_to_key
+    np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)
+    with pytest.raises(ConfigError, match="add --best"):
+        distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
