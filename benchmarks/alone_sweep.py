@@ -1,6 +1,6 @@
 """Which prompt should a word be read alone in? Every template x layer, scored on the dev word sets.
 
-    python benchmarks/alone_sweep.py [--model minilm] [--templates bare,meaning,...] [--held-out]
+    python benchmarks/alone_sweep.py [--model minilm|mpnet|smollm2] [--templates bare,meaning,...] [--held-out]
 
 Each word of SimLex-999, MEN and WS353 (and its sim/rel halves) is read alone by the model inside each
 template (only the word's own pieces pooled, as ``--alone-template`` does), in every layer; every pair is
@@ -21,7 +21,7 @@ from distill.encoders import load_encoder
 from distill.encoding.alone import encode_alone
 from distill.evaluation.datasets import SimilarityDataset, load_similarity
 from distill.evaluation.metrics import evaluate_similarity
-from distill.paths import resolve_model
+from distill.paths import default_gguf, resolve_model
 from distill.vectors.keyed import to_keyed_vectors
 from distill.vectors.postprocess import combine
 
@@ -42,11 +42,11 @@ def main() -> None:
     args = parser.parse_args()
     names = DEV + (HELD_OUT if args.held_out else ())
     sets = [load_similarity(n) for n in names]
-    source = resolve_model(args.model)
-    probe = load_encoder(args.model, source, (0,))
+    source, gguf_file = resolve_model(args.model), default_gguf(args.model)
+    probe = load_encoder(args.model, source, (0,), gguf_file=gguf_file)
     n_layers, lowercase = probe.n_layers, probe.uncased
     layers = tuple(range(n_layers + 1))
-    encoder = load_encoder(args.model, source, layers)
+    encoder = load_encoder(args.model, source, layers, gguf_file=gguf_file)
     fold = str.lower if lowercase else str
     words = sorted({fold(w) for s in sets for pair in s.pairs for w in pair})
     top = best_layers(n_layers).resolve(n_layers)

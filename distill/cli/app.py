@@ -24,6 +24,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib import metadata
+
+        typer.echo(f"distill {metadata.version('distill')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Distil static word vectors from a contextual language model (Ethayarajh 2019)."""
+
+
 ProgressOpt = Annotated[
     bool, typer.Option(help="Show progress (bars on a terminal, a line every few seconds in a log).")
 ]

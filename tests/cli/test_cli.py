@@ -126,3 +126,11 @@ def test_the_lock_module_imports_without_fcntl(monkeypatch):
     copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(copy)
     assert copy.fcntl is None and checkpoint.fcntl is not None
+
+
+def test_version_prints_the_installed_packages_version():
+    from importlib import metadata
+
+    done = _cli("--version")
+    assert done.returncode == 0 and done.stdout == f"distill {metadata.version('distill')}\n"
+    assert metadata.version("distill").count(".") >= 1
