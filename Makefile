@@ -33,12 +33,15 @@ distill: install
 # Every word covered, on the whole 12M-word Gutenberg sample: greedy sampling of single sentences, 25 occurrences
 # a word (beyond that vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word
 # tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at 0.15
-# in the recommended set; bfloat16 where the CPU has AMX (same scores, RESULTS.md)
+# in the recommended set, which also holds the 320k most frequent English words (wordfreq) read alone;
+# bfloat16 where the CPU has AMX (same scores, RESULTS.md)
 LARGE_LAYERS ?= 4-6
+LANGUAGE_WORDS ?= 320000
 AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
-		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight 0.15 --pieces --model-words \
+		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight 0.15 --language-words $(LANGUAGE_WORDS) \
+		--pieces --model-words \
 		--split-sentences $(AMX) \
 		--out $(or $(OUT),outputs/$(MODEL)-gutenberg) $(ARGS)
 

@@ -295,7 +295,8 @@ def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduce
     if not words:
         return None
     logger.info("%d words of the model's vocabulary encoded alone", len(words))
-    states = encode_alone(encoder, words, plan.layers, plan.config.batch_size, plan.config.alone_template)
+    config = plan.config
+    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.alone_template, config.progress)
     result.words += words
     result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
     result.from_model = len(words)
@@ -350,7 +351,10 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
     assert best is not None
 
     def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-        return AloneFallback(encoder, layers, best.combine.value, template=plan.config.alone_template).matrix(words)
+        config = plan.config
+        reader = AloneFallback(encoder, layers, best.combine.value, template=config.alone_template,
+                               progress=config.progress)  # fmt: skip
+        return reader.matrix(words)
 
     words, x, layers, added = derived_vectors(
         best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],

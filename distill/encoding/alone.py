@@ -20,6 +20,10 @@ from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, encode_batch, prepare_chunk
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
+from distill.progress import progress_bar
+
+#: Words read alone from which a progress bar (or a line every few seconds in a log) is shown.
+PROGRESS_FROM = 10_000
 
 
 def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]:
@@ -46,20 +50,24 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
-    template: Template = Template(),
+    template: Template = Template(), progress: bool = True,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
-    ``template``'s prompt; the mean of the word's own pieces, the prompt's left out."""
+    ``template``'s prompt; the mean of the word's own pieces, the prompt's left out. Progress is shown for
+    :data:`PROGRESS_FROM` words or more."""
     out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
     jobs = []
     for i, word in enumerate(words):
         text, at = template.fill(word)
         jobs.append(SentenceJob(i, text, np.array([at]), np.array([at + len(word)]), np.array([i])))
     stats = EncodeStats()
+    bar = progress_bar(len(words), "reading words alone", "word", not progress or len(words) < PROGRESS_FROM)
     with torch.inference_mode():
         for chunk in batched(jobs, 4096):
             prepared = prepare_chunk(encoder, chunk, 0, stats)
             for batch in batched(prepared, batch_size):
                 rows, vectors = encode_batch(encoder, layers, batch, stats)
                 out[:, rows] = vectors.cpu().numpy()
+            bar.update(len(chunk))
+    bar.close()
     return out

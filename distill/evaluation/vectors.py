@@ -44,7 +44,6 @@ def _meta(path: Path) -> dict[str, Any]:
         common = {
             "model": data["model"]["name"],
             "corpus": [Path(f["path"]).name for f in data["corpus"]["files"]],
-            "vocab_size": data["vocabulary"]["size"],
         }
         if found:
             return {**common, "layer": found[0], "pooling": found[1].value}
@@ -100,6 +99,6 @@ def load_vectors(path: str | Path, label: str | None = None) -> Vectors:
             label = f"{meta['method']} ({'+'.join(meta.get('corpus') or [])})"
         else:
             label = path.name
-    meta.setdefault("vocab_size", len(kv.index_to_key))
+    meta["vocab_size"] = len(kv.index_to_key)  # the file's own words (a derived set may add some)
     meta["dim"] = kv.vector_size
     return Vectors(label=label, kv=kv, path=str(path), meta=meta)

@@ -34,9 +34,8 @@ class AloneFallback:
     layers: list[int]
     combine: str | None = None  # None: a layer set; else how a derived set combines its layers
     lowercase: bool = False
-    template: Template = field(
-        default_factory=Template
-    )  # the prompt the word is read in; the run's (bare for runs before it)
+    template: Template = field(default_factory=Template)  # the run's prompt (bare for older runs)
+    progress: bool = True  # a bar (or log lines) when many words are read at once
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     source: ClassVar[str] = "alone"
 
@@ -82,7 +81,7 @@ class AloneFallback:
     def matrix(self, words: Sequence[str]) -> np.ndarray:
         """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
         folded = [w.lower() if self.lowercase else w for w in words]
-        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template)
+        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress)
         return states[0] if self.combine is None else combine(list(states), self.combine)
 
 
