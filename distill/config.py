@@ -105,7 +105,7 @@ TEMPLATES = {
 }
 WORD = "{word}"
 #: The prompt words are read alone in unless told otherwise (benchmarks/alone_sweep.py chose it on the dev sets).
-DEFAULT_TEMPLATE = "word"
+DEFAULT_TEMPLATE = "concept"
 
 
 @dataclass(frozen=True)
