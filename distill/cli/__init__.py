@@ -1,6 +1,11 @@
 """The ``distill`` command: options -> a config -> one library call -> a short summary."""
 
-from distill.cli import evaluate, run  # noqa: F401  (each module registers its commands on the app)
+# isort: off
+# each module registers its commands on the app, in the order distill --help lists them: run's first
+from distill.cli import run  # noqa: F401
+from distill.cli import evaluate  # noqa: F401
+
+# isort: on
 from distill.cli.app import app
 
 

@@ -134,3 +134,10 @@ def test_version_prints_the_installed_packages_version():
     done = _cli("--version")
     assert done.returncode == 0 and done.stdout == f"distill {metadata.version('distill')}\n"
     assert metadata.version("distill").count(".") >= 1
+
+
+def test_help_lists_run_first():
+    done = _cli("--help")
+    commands = done.stdout.split("Commands", 1)[1].splitlines()[1:]
+    first = next(line.strip("│ ").split()[0] for line in commands if line.strip("│ "))
+    assert done.returncode == 0 and first == "run"
