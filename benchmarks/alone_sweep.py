@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--templates", default=",".join(TEMPLATES))
     parser.add_argument("--held-out", action="store_true")
+    parser.add_argument("--last-piece", action="store_true", help="pool the word's last piece, not all its pieces")
     args = parser.parse_args()
     names = DEV + (HELD_OUT if args.held_out else ())
     sets = [load_similarity(n) for n in names]
@@ -56,7 +57,7 @@ def main() -> None:
     for spec in args.templates.split(","):
         template = Template.parse(spec)
         t0 = time.perf_counter()
-        states = encode_alone(encoder, words, layers, template=template)
+        states = encode_alone(encoder, words, layers, template=template, last_piece=args.last_piece)
         seconds = time.perf_counter() - t0
         rows = [(str(layer), states[layer]) for layer in layers]
         rows.append(("best", combine([states[layer] for layer in top])))

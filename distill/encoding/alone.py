@@ -50,16 +50,19 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
-    template: Template = Template(), progress: bool = True,
+    template: Template = Template(), progress: bool = True, last_piece: bool = False,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
-    ``template``'s prompt; the mean of the word's own pieces, the prompt's left out. Progress is shown for
-    :data:`PROGRESS_FROM` words or more."""
+    ``template``'s prompt; the mean of the word's own pieces (``last_piece``: its last piece, the one a causal
+    model reads after the whole word), the prompt's left out. Progress is shown for :data:`PROGRESS_FROM` words
+    or more."""
     out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
     jobs = []
     for i, word in enumerate(words):
         text, at = template.fill(word)
-        jobs.append(SentenceJob(i, text, np.array([at]), np.array([at + len(word)]), np.array([i])))
+        end = at + len(word)
+        start = max(at, end - 1) if last_piece else at  # the last character lies in the last piece only
+        jobs.append(SentenceJob(i, text, np.array([start]), np.array([end]), np.array([i])))
     stats = EncodeStats()
     bar = progress_bar(len(words), "reading words alone", "word", not progress or len(words) < PROGRESS_FROM)
     with torch.inference_mode():

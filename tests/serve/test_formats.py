@@ -407,3 +407,25 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
     np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)
     with pytest.raises(ConfigError, match="add --best"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
+
+
+def test_a_word_read_alone_can_be_pooled_from_its_last_piece_only(tiny_bert_dir):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from distill.config import Template
+    from distill.encoders import load_encoder
+    from distill.encoding.alone import encode_alone
+
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (1,))
+    template = Template.parse("concept")
+    (last,) = encode_alone(encoder, ["kingqqq"], (1,), template=template, last_piece=True)[:, 0]
+    (mean,) = encode_alone(encoder, ["kingqqq"], (1,), template=template)[:, 0]
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
+    encoded = tokenizer("the concept of kingqqq", return_tensors="pt")
+    pieces = len(tokenizer.tokenize("kingqqq"))
+    with torch.no_grad():
+        states = model(**encoded, output_hidden_states=True).hidden_states[1][0]
+    assert pieces > 1  # [CLS] the concept of king ##q ... [SEP]: the word's pieces end just before [SEP]
+    np.testing.assert_allclose(last, states[-2].numpy(), atol=1e-5)
+    np.testing.assert_allclose(mean, states[-1 - pieces : -1].mean(dim=0).numpy(), atol=1e-5)
