@@ -168,15 +168,16 @@ def derive(
         ),
     ] = None,
     whiten: Annotated[bool, typer.Option(help="PCA-whiten the vocabulary.")] = False,
-    alone: Annotated[
+    alone_weight: Annotated[
         float,
         typer.Option(
             min=0.0,
             max=100.0,
             help="Add W times each word's reading alone by the run's model (unit, in the same layers) to its unit "
-            "vector (loads the model; see distill run --alone-weight). 0: no model runs.",
+            "vector (loads the model; as distill run --alone-weight). 0: no model runs.",
         ),
     ] = 0.0,
+    alone: Annotated[Optional[float], typer.Option(min=0.0, max=100.0, hidden=True)] = None,  # its old name
     language_words: Annotated[
         int,
         typer.Option(
@@ -193,9 +194,9 @@ def derive(
     from distill.derive import derive as derive_set
 
     with user_errors():
-        name, kv = derive_set(
-            run_dir, Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words)
-        )
+        weight = alone_weight if alone is None else alone
+        recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words)
+        name, kv = derive_set(run_dir, recipe)
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 

@@ -429,3 +429,20 @@ def test_a_word_read_alone_can_be_pooled_from_its_last_piece_only(tiny_bert_dir)
     assert pieces > 1  # [CLS] the concept of king ##q ... [SEP]: the word's pieces end just before [SEP]
     np.testing.assert_allclose(last, states[-2].numpy(), atol=1e-5)
     np.testing.assert_allclose(mean, states[-1 - pieces : -1].mean(dim=0).numpy(), atol=1e-5)
+
+
+def test_derive_takes_alone_weight_as_run_does_and_its_old_name_still(pieces_run, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    texts = []
+    for option in ("--alone-weight", "--alone"):
+        run = shutil.copytree(pieces_run, tmp_path / option)
+        done = subprocess.run(
+            [sys.executable, "-m", "distill", "derive", str(run), "--layers", "1", "--pooling", "mean", option, "0.5"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        texts.append((Path(run) / "layer1.mean.alone0.5.txt").read_text())
+    assert texts[0] == texts[1] and len(texts[0].splitlines()) > 10
