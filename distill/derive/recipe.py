@@ -133,8 +133,10 @@ def derived_vectors(
     if recipe.alone:
         assert read_alone is not None
         x = (unit(x) + recipe.alone * unit(read_alone(words, layers))).astype(np.float32)
-    known = set(words)
-    added = [w for w in frequent_words(recipe.words) if w not in known] if recipe.words else []
+    added: list[str] = []
+    if recipe.words:
+        known = set(words)
+        added = [w for w in frequent_words(recipe.words) if w not in known]
     if added:  # read alone, as a word of the set read alone would be: unit(a) + W unit(a)
         assert read_alone is not None
         x = np.vstack([x, (1 + recipe.alone) * unit(read_alone(added, layers))]).astype(np.float32)
