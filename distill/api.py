@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distill.config import (
+    DEFAULT_MODEL,
     DEFAULT_TEMPLATE,
     DType,
     EncodingErrors,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 def run(
     *,
-    model: str = "minilm",
+    model: str = DEFAULT_MODEL,
     corpus: str | Path | Sequence[str | Path] = (),
     out: str | Path | None = None,
     layers: str | int | Sequence[int] | Layers = "1",

