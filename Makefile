@@ -15,7 +15,7 @@ DATA ?= $(or $(DISTILL_DATA),../shared/data)
 MODELS ?= $(or $(DISTILL_MODELS),../shared/models)
 WORDS ?= 2000000
 
-.PHONY: install distill distill-large model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench gpu-carry clean
+.PHONY: install distill distill-large model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench wheel wheel-check gpu-carry clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -98,9 +98,20 @@ test: install
 test-all: install
 	$(PY) -m pytest -q
 
+# The wheel, with the benchmark files whose licences allow it (scripts/ship_benchmarks.py), in dist/
+wheel: install
+	rm -rf dist build
+	$(PY) scripts/ship_benchmarks.py $(DATA)
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
+	rm -rf distill/evaluation/data build
+
+# The wheel installed into a fresh environment and run from outside the checkout (CI runs it)
+wheel-check: wheel
+	scripts/wheel_check.sh
+
 lint: install
-	$(VENV)/bin/ruff check distill tests benchmarks
-	$(VENV)/bin/ruff format --check distill tests benchmarks
+	$(VENV)/bin/ruff check distill tests benchmarks scripts
+	$(VENV)/bin/ruff format --check distill tests benchmarks scripts
 	$(VENV)/bin/mypy distill
 
 bench: install

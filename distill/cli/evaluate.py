@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -10,7 +11,7 @@ import typer
 
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import parse_choices
+from distill.config import DEFAULT_MODEL, parse_choices
 from distill.errors import ConfigError
 from distill.names import ANALYSIS_REPORT
 
@@ -27,12 +28,17 @@ def evaluation_options(
     benchmarks: str, oov: str, analogy_method: str, analogy_top_n: int | None, case: Case, seed: int
 ) -> Any:
     from distill.config import Oov
-    from distill.evaluation.datasets import REGISTRY
+    from distill.evaluation.datasets import REGISTRY, available
     from distill.evaluation.metrics import AnalogyMethod, check_top_n
     from distill.evaluation.report import EvalOptions
 
-    names = tuple(REGISTRY) if benchmarks == "all" else tuple(b.strip() for b in benchmarks.split(","))
-    names = tuple(n for n in names if n != SENTENCES)
+    if benchmarks == "all":
+        names = tuple(n for n in REGISTRY if available(n))
+        _say_missing([n for n in REGISTRY if n not in names] + ([] if wants_sentences(benchmarks) else [SENTENCES]))
+        if not names and not wants_sentences(benchmarks):
+            raise ConfigError("no benchmark file found: set DISTILL_DATA to a folder that holds them")
+    else:
+        names = tuple(b.strip() for b in benchmarks.split(",") if b.strip() != SENTENCES)
     unknown = [b for b in names if b not in REGISTRY]
     if unknown:
         choices = ", ".join([*REGISTRY, SENTENCES])
@@ -48,7 +54,23 @@ SENTENCES = "sts"
 
 
 def wants_sentences(benchmarks: str) -> bool:
-    return benchmarks == "all" or SENTENCES in {b.strip() for b in benchmarks.split(",")}
+    """Whether STS is asked for: by name, or by ``all`` where its pairs are on this machine."""
+    from distill.evaluation.datasets import find_file
+    from distill.evaluation.sentences import STS_FILE
+
+    if benchmarks != "all":
+        return SENTENCES in {b.strip() for b in benchmarks.split(",")}
+    return find_file(STS_FILE[0]) is not None
+
+
+def _say_missing(names: list[str]) -> None:
+    """One line naming the benchmarks ``all`` leaves out because their files are not on this machine."""
+    if names:
+        logging.getLogger("distill").warning(
+            "skipping %s: not shipped with distill; set DISTILL_DATA to a folder that holds them "
+            "(as ../shared/data lays them out)",
+            ", ".join(names),
+        )
 
 
 BenchmarksOpt = Annotated[
@@ -199,7 +221,8 @@ _TABLE_RUN = ("corpus", "layers", "pooling", "max_occurrences", "min_count", "se
 @with_parameters(parameters(_TABLE_RUN, layers="all", pooling="pc,mean"))
 def table(
     model: Annotated[
-        Optional[list[str]], typer.Option(help="Model(s) as for distill run; repeat for several. Default: minilm.")
+        Optional[list[str]],
+        typer.Option(help=f"Model(s) as for distill run; repeat for several. Default: {DEFAULT_MODEL}."),
     ] = None,
     baselines: Annotated[
         str, typer.Option(help="Same-corpus baselines to train (fasttext,word2vec,glove), or none.")
@@ -232,7 +255,7 @@ def table(
 
     setup_logging(verbose, progress)
     with user_errors():
-        runs = tuple(config_from(run_options, model=m, progress=progress) for m in model or ["minilm"])
+        runs = tuple(config_from(run_options, model=m, progress=progress) for m in model or [DEFAULT_MODEL])
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, Case.AUTO, runs[0].seed)
         config = TableConfig(runs=runs, methods=() if baselines == "none" else parse_methods(baselines),
                              baseline_files=tuple(baseline or ()), evaluation=options, out=Path(out) if out else None,

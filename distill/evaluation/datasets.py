@@ -1,7 +1,10 @@
-"""Benchmark files of ../shared/data (or $DISTILL_DATA): a registry with each file's sha256, and loaders.
+"""Benchmark files: a registry with each file's sha256, and loaders.
 
-Every normalised file is UTF-8 TSV with one header line (see the data folder's README.md). A file
-whose sha256 differs from the registry's is refused: scores on a changed benchmark are not comparable.
+A file is read from the data folder (``$DISTILL_DATA``, default ``../shared/data``) when it is there, else
+from the copy the wheel ships (:data:`PACKAGED`: the benchmarks whose licences allow it, as gensim ships
+WS353, SimLex-999 and the Google analogies). Every normalised file is UTF-8 TSV with one header line (see
+the data folder's README.md). A file whose sha256 differs from the registry's is refused: scores on a
+changed benchmark are not comparable.
 """
 
 from __future__ import annotations
@@ -132,12 +135,43 @@ Dataset = SimilarityDataset | AnalogyDataset | CategorizationDataset | Relationa
 
 _verified: dict[tuple[str, int, float], str] = {}
 
+#: The folder of the benchmark files the wheel ships (``make wheel`` copies them in), by the data folder's
+#: relative paths; absent in a checkout, which reads the data folder.
+PACKAGED = Path(__file__).resolve().parent / "data"
+#: The files shipped, each with the licence that allows it (the data folder's README.md gives the sources).
+SHIPPED: dict[str, str] = {
+    "similarity/simlex999.tsv": "shipped by gensim's test data",
+    "similarity/men_natural.tsv": "CC BY 2.0",
+    "similarity/ws353_all.tsv": "shipped by gensim's test data",
+    "similarity/ws353_sim.tsv": "CC BY 4.0",
+    "similarity/ws353_rel.tsv": "CC BY 4.0",
+    "analogy/google_analogy.tsv": "Apache-2.0, with word2vec",
+}
+
+
+def find_file(relative: str) -> Path | None:
+    """The data folder's file at ``relative``, else the shipped copy; None when neither is there."""
+    for path in (data_dir() / relative, PACKAGED / relative):
+        if path.is_file():
+            return path
+    return None
+
+
+def available(name: str) -> bool:
+    """Whether a registered benchmark's files are on this machine (data folder or shipped)."""
+    bench = REGISTRY[name]
+    return all(find_file(f) is not None for f in (bench.path, bench.extra) if f)
+
 
 def checked_file(relative: str, expected: str) -> Path:
     """The data file at ``relative``, after checking it exists and has the registry's sha256 (once per process)."""
-    path = data_dir() / relative
-    if not path.is_file():
-        raise ConfigError(f"benchmark file {path} not found; set DISTILL_DATA to the folder holding {relative}")
+    path = find_file(relative)
+    if path is None:
+        shipped = "it ships with distill's wheel" if relative in SHIPPED else "distill does not ship it"
+        raise ConfigError(
+            f"benchmark file {relative} not found in the data folder {data_dir()} ({shipped}); "
+            "set DISTILL_DATA to the folder that holds it"
+        )
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime)
     if key not in _verified:

@@ -141,3 +141,24 @@ def test_help_lists_run_first():
     commands = done.stdout.split("Commands", 1)[1].splitlines()[1:]
     first = next(line.strip("│ ").split()[0] for line in commands if line.strip("│ "))
     assert done.returncode == 0 and first == "run"
+
+
+@pytest.mark.integration
+def test_evaluate_all_scores_what_is_on_this_machine_and_names_the_rest_once(tmp_path):
+    from distill.paths import data_dir
+
+    if not (data_dir() / "similarity" / "simlex999.tsv").is_file():
+        pytest.skip("needs ../shared/data")
+    data = tmp_path / "data"
+    (data / "similarity").mkdir(parents=True)
+    (data / "similarity" / "simlex999.tsv").write_bytes((data_dir() / "similarity" / "simlex999.tsv").read_bytes())
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("3 2\nold 1 0\nnew 0.9 0.1\nhard 0 1\n")
+    env = {**os.environ, "DISTILL_DATA": str(data)}
+    done = subprocess.run([sys.executable, "-m", "distill", "evaluate", str(vectors), "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    skipped = [line for line in done.stderr.splitlines() if "skipping" in line]
+    assert len(skipped) == 1 and "men" in skipped[0] and "sts" in skipped[0] and "simlex999" not in skipped[0]
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "SimLex" in report and "MEN" not in report.split("## Rows")[0]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from distill.errors import ConfigError
+from distill.evaluation import datasets
 from distill.evaluation.datasets import (
     REGISTRY,
     AnalogyDataset,
@@ -30,6 +31,25 @@ GLOVE_4K = data_dir() / "vectors" / "glove.6B.50d.cs124-4k.txt"
 def _need_data() -> None:
     if not (data_dir() / "similarity").is_dir():
         pytest.skip(f"{data_dir()} is missing: these tests need ../shared/data (or DISTILL_DATA)")
+
+
+@pytest.mark.integration
+def test_without_a_data_folder_the_shipped_copies_are_read_and_checked(tmp_path, monkeypatch):
+    _need_data()
+    shipped = tmp_path / "shipped"
+    (shipped / "similarity").mkdir(parents=True)
+    (shipped / "similarity" / "simlex999.tsv").write_bytes((data_dir() / "similarity" / "simlex999.tsv").read_bytes())
+    (shipped / "similarity" / "men_natural.tsv").write_text("word1\tword2\tscore\nsun\tmoon\t9\n")
+    monkeypatch.setattr(datasets, "PACKAGED", shipped)
+    monkeypatch.setenv("DISTILL_DATA", str(tmp_path / "none"))
+    simlex = load_benchmark("simlex999")
+    assert isinstance(simlex, SimilarityDataset) and len(simlex.pairs) == 999
+    assert datasets.available("simlex999") and datasets.available("men") and not datasets.available("rw")
+    with pytest.raises(ConfigError, match="men_natural.tsv has sha256"):
+        load_benchmark("men")
+    with pytest.raises(ConfigError, match="rw.tsv not found .*distill does not ship it"):
+        load_benchmark("rw")
+    assert set(datasets.SHIPPED) <= {b.path for b in REGISTRY.values()}
 
 
 def test_spearman_against_a_hand_computed_value():
@@ -191,13 +211,14 @@ def test_every_registered_benchmark_loads_with_its_published_size():
 @pytest.mark.integration
 def test_a_changed_benchmark_file_is_refused(tmp_path, monkeypatch):
     _need_data()
+    monkeypatch.setattr(datasets, "PACKAGED", tmp_path / "no-shipped-copies")
     (tmp_path / "similarity").mkdir()
     original = (data_dir() / "similarity" / "simlex999.tsv").read_text()
     (tmp_path / "similarity" / "simlex999.tsv").write_text(original.replace("9.2", "9.3", 1))
     monkeypatch.setenv("DISTILL_DATA", str(tmp_path))
     with pytest.raises(ConfigError, match="simlex999.tsv has sha256 .* not the registry's"):
         load_benchmark("simlex999")
-    with pytest.raises(ConfigError, match="men_natural.tsv not found; set DISTILL_DATA"):
+    with pytest.raises(ConfigError, match="men_natural.tsv not found in the data folder .*; set DISTILL_DATA"):
         load_benchmark("men")
     with pytest.raises(ConfigError, match="unknown benchmark 'simlex'"):
         load_benchmark("simlex")
