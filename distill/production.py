@@ -20,6 +20,8 @@ from distill.evaluation.sentences import (
 )
 from distill.files import list_folder, write_json, write_text
 from distill.rundir import RunDir
+from distill.serve.card import WORD_BENCHMARKS as CARD_NAMES
+from distill.serve.card import Score, card_text
 from distill.serve.export import export_run
 from distill.serve.formats import Format
 
@@ -48,40 +50,19 @@ def _years(manifest: dict[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceScore], words: dict[str, Any]) -> str:
-    """README.md of the exported folders."""
-    corpus = ", ".join(Path(f["path"]).name for f in manifest["corpus"]["files"])
-    derived = manifest.get("derived", {}).get(exported, {})
-    casing = "lowercased" if manifest["vocabulary"]["lowercase"] else "cased"
-    lines = [
-        f"# Static embeddings distilled from {Path(manifest['model']['source']).name}",
-        "",
-        "A static model: a sentence is the mean of its words' vectors (model2vec or sentence-transformers load "
-        "this folder), made by [distill](https://example.invalid/distill) from a contextual model.",
-        "",
-        f"- teacher: `{manifest['model']['source']}` ({manifest['model']['n_layers']} layers, "
-        f"{manifest['model']['hidden_size']} dimensions)",
-        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} "
-        + ("sentences)" if manifest["config"].get("split_sentences") else "lines)"),
-        f"- vocabulary: {manifest['vocabulary']['size']:,} words ({casing})",
-        f"- vectors: set `{exported}`"
-        + (
-            f", tuned from `{derived['tuned_from']}` toward the teacher's sentence "
-            f"embeddings of {derived['sentences']:,} corpus sentences "
-            f"(best epoch {derived['best_epoch']}, {derived['options'].get('blend', 1):g} of the change kept)"
-            if derived.get("tuned_from")
-            else ""
-        ),
-    ]
+def model_card(
+    manifest: dict[str, Any],
+    exported: str,
+    scores: list[SentenceScore],
+    words: dict[str, Any],
+    library: Format,
+    model_id: str,
+) -> str:
+    """README.md of an exported folder: the Hub's metadata with the model's scores, and the two tables."""
+    lines = []
     if scores:
         title, dev, held = _years(manifest)
-        lines += [
-            "",
-            title,
-            "",
-            f"| encoder | {dev} | {held} | mean | sentences/s |",
-            "|---|---:|---:|---:|---:|",
-        ]
+        lines += [title, "", f"| encoder | {dev} | {held} | mean | sentences/s |", "|---|---:|---:|---:|---:|"]
     for s in scores:
         lines.append(f"| {s.label} | {s.mean(DEV_YEARS):.1f} | {s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | "
                      f"{s.sentences_per_second:,.0f} |")  # fmt: skip
@@ -91,11 +72,11 @@ def model_card(manifest: dict[str, Any], exported: str, scores: list[SentenceSco
     for name, by_bench in words.items():
         cells = " | ".join(f"{by_bench[b]['spearman']:.3f} ({by_bench[b]['covered']})" for b in WORD_BENCHMARKS)
         lines.append(f"| {name} | {cells} |")
-    use = (
-        'from model2vec import StaticModel\nmodel = StaticModel.from_pretrained("PATH")\nmodel.encode(["A sunny day."])'
-    )
-    lines += ["", "## Use", "", "```python", use, "```", ""]
-    return "\n".join(lines)
+    results = [Score("sentence-similarity", f"sts{year % 100}", f"SemEval STS {year}", value, "all pairs with a score")
+               for year, value in (scores[0].per_year.items() if scores else ())]  # fmt: skip
+    results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
+                      f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
+    return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
 
 
 def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Path], list[str]]:
@@ -119,9 +100,9 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
     scores += [score for name, score in candidates.items() if name != exported]
     words = {name: word_scores(run, name) for name in candidates}
-    card = model_card(run.manifest(), exported, scores, words)
-    for folder in folders:
-        write_text(card, folder / "README.md")
+    for folder, fmt in zip(folders, (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS)):
+        model_id = f"{run.path.name}-{folder.name}"  # the run folder's name and the format's
+        write_text(model_card(run.manifest(), exported, scores, words, fmt, model_id), folder / "README.md")
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
                     "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores]},
                    folder / "scores.json")  # fmt: skip

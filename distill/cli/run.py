@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -117,7 +116,10 @@ def export(
     ] = WeightingChoice.AUTO,
     push_to_hub: Annotated[
         Optional[str],
-        typer.Option(help="Also upload each folder format to this Hugging Face hub repository, with a model card."),
+        typer.Option(
+            help="Also upload the model2vec or sentence-transformers folder to this Hugging Face hub repository, "
+            "with its model card."
+        ),
     ] = None,
     out: Annotated[
         Optional[str],
@@ -139,18 +141,14 @@ def export(
     for path, size in written:
         typer.echo(f"{size / 1e6:8.2f} MB  {path}")
     if push_to_hub:
-        from distill.files import LISTING
-        from distill.production import model_card
-        from distill.rundir import RunDir
+        from distill.serve.card import renamed
         from distill.serve.hub import push_folder
 
         with user_errors():
-            manifest = RunDir(run_dir).manifest()
             for path, _ in written:
-                if path.is_dir():
-                    info = json.loads((path / LISTING).read_text(encoding="utf-8"))
-                    url = push_folder(path, push_to_hub, model_card(manifest, info["set"], [], {}))
-                    typer.echo(f"pushed {path} to {url}")
+                if (path / "README.md").is_file():  # a model2vec or sentence-transformers folder: its card
+                    card = renamed((path / "README.md").read_text(encoding="utf-8"), path.name, push_to_hub)
+                    typer.echo(f"pushed {path} to {push_folder(path, push_to_hub, card)}")
 
 
 @app.command()

@@ -14,6 +14,7 @@ from distill.files import check_writable, is_replaceable, subfolder
 from distill.names import EXPORT_DIR
 from distill.rundir import RunDir, words_per_line
 from distill.serve.anyword import open_fallback
+from distill.serve.card import card_text, run_word_scores, teacher_hub_id
 from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -113,10 +114,16 @@ def export_run(
     out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None
     pieces = set_pieces(run.path, name) if sentences else None
-    lowercase, source = bool(manifest["vocabulary"]["lowercase"]), str(manifest["model"]["source"])
+    lowercase = bool(manifest["vocabulary"]["lowercase"])
+    teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path
+    scores = run_word_scores(run.path, name)
+
+    def card(fmt: Format, folder: Path) -> str:
+        return card_text(manifest, name, fmt.value, folder.name, scores)
+
     written = []
     for fmt in formats:
         target = Path(out) if itself else None  # type: ignore[arg-type]
-        for path in write_format(fmt, words, q, counts, out_dir, stem, lowercase, source, info, pieces, target):
-            written.append((path, size_on_disk(path)))
+        paths = write_format(fmt, words, q, counts, out_dir, stem, lowercase, teacher, info, pieces, target, card)
+        written += [(path, size_on_disk(path)) for path in paths]
     return written

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -152,8 +152,10 @@ def write_model2vec(
     base_model: str,
     info: dict[str, Any],
     pieces: Any = None,
+    card: str | None = None,
 ) -> Path:
-    """A model2vec ``StaticModel`` folder; int8 with one scale per vector is stored as int8 + per-token weights.
+    """A model2vec ``StaticModel`` folder (``card``: its README.md, in place of model2vec's generic one);
+    int8 with one scale per vector is stored as int8 + per-token weights.
     With piece vectors of a WordPiece model (float vectors), unknown words get their pieces' vectors, as in
     the sentence-transformers export; otherwise they add nothing."""
     if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
@@ -162,12 +164,27 @@ def write_model2vec(
     model = static_model(words, q.values, lowercase, pieces if q.scale is None else None, base_model, weights)
     with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)
-        write_json(info, tmp / EXPORT_INFO)
+        _finish(tmp, info, card)
     return path
 
 
+def _finish(tmp: Path, info: dict[str, Any], card: str | None) -> None:
+    """The export's info, its card, and every file readable by others (as a model folder is shared)."""
+    write_json(info, tmp / EXPORT_INFO)
+    if card is not None:
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+    for file in tmp.rglob("*"):
+        file.chmod(0o755 if file.is_dir() else 0o644)
+
+
 def write_sentence_transformers(
-    words: Sequence[str], q: Quantized, lowercase: bool, path: Path, info: dict[str, Any], pieces: Any = None
+    words: Sequence[str],
+    q: Quantized,
+    lowercase: bool,
+    path: Path,
+    info: dict[str, Any],
+    pieces: Any = None,
+    card: str | None = None,
 ) -> Path:
     """A ``SentenceTransformer`` folder with one ``StaticEmbedding`` (mean of word vectors). With piece vectors
     of a WordPiece model, unknown words get their pieces' vectors; otherwise they add nothing to the
@@ -181,7 +198,7 @@ def write_sentence_transformers(
     module = StaticEmbedding(tokenizer, embedding_weights=values)
     with atomic_dir(path) as tmp, _weights_written(path):
         SentenceTransformer(modules=[module], device="cpu").save(str(tmp))
-        write_json(info, tmp / EXPORT_INFO)
+        _finish(tmp, info, card)
     return path
 
 
@@ -225,18 +242,24 @@ def write_format(
     info: dict[str, Any],
     pieces: Any = None,
     target: Path | None = None,
+    card: Callable[[Format, Path], str] | None = None,
 ) -> list[Path]:
     """Write one format into ``out`` as ``<stem>.<format>`` (or a folder format as ``target`` itself);
-    returns the paths written (``pieces``: OOV fallback of the sentence-transformers export)."""
+    returns the paths written (``pieces``: OOV fallback of the sentence exports; ``card``: the README.md of
+    a model2vec or sentence-transformers folder, given the format and the folder)."""
     if fmt is Format.WORD2VEC:
         kv = to_keyed_vectors(list(words), q.dequantize(), counts)
         return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
     if fmt is Format.KV:
         return [write_kv(words, q, counts, out / f"{stem}.kv")]
     if fmt is Format.MODEL2VEC:
-        return [write_model2vec(words, q, lowercase, target or out / f"{stem}.model2vec", base_model, info, pieces)]
+        path = target or out / f"{stem}.model2vec"
+        text = card(fmt, path) if card else None
+        return [write_model2vec(words, q, lowercase, path, base_model, info, pieces, text)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
-        return [write_sentence_transformers(words, q, lowercase, target or out / f"{stem}.st", info, pieces)]
+        path = target or out / f"{stem}.st"
+        text = card(fmt, path) if card else None
+        return [write_sentence_transformers(words, q, lowercase, path, info, pieces, text)]
     if fmt is Format.PROJECTOR:
         return [write_projector(words, q, counts, target or out / f"{stem}.projector", info)]
     return [write_npy(words, q, counts, target or out / f"{stem}.npy", info)]

@@ -198,7 +198,11 @@ def test_push_to_hub_offline_fails_with_one_line_after_writing_the_export(teache
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot push" in lines[0] and "someone/static-model" in lines[0], done.stderr
+    from huggingface_hub import ModelCard
+
     card = (tmp_path / "m" / "README.md").read_text()
     best = teacher_run.manifest["best"]
-    assert f"- vectors: set `{best}`" in card and "- teacher: `" in card and "tiny_corpus.txt" in card
+    assert f"- vector set: `{best}`" in card and "- teacher: " in card and "tiny_corpus.txt" in card
+    assert 'StaticModel.from_pretrained("someone/static-model")' in card and "# someone/static-model" in card
+    assert ModelCard.load(tmp_path / "m" / "README.md").data.model_name == "someone/static-model"
     assert (tmp_path / "m" / "model.safetensors").is_file()  # the export itself stands

@@ -140,9 +140,18 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     exported = scores["exported"]
     assert exported in (manifest["best"], tuned) and scores["chosen_on"] == "STS 2012-2014"
     assert scores["sts"][0]["label"] == f"{exported} (model2vec export)" and len(scores["sts"]) == 2
+    from huggingface_hub import ModelCard
+
     card = (out / "model2vec" / "README.md").read_text()
-    assert f"- vectors: set `{exported}`" in card and "## STS 2012-2016" in card and "## Words" in card
-    assert f"{manifest['corpus']['lines']:,} sentences)" in card
+    assert f"- vector set: `{exported}`" in card and "## STS 2012-2016" in card and "## Words" in card
+    assert ".tmp-" not in card and str(tmp_path) not in card and "example.invalid" not in card
+    m2v_card, st_card = ModelCard.load(out / "model2vec" / "README.md"), ModelCard.load(out / "st" / "README.md")
+    assert m2v_card.data.library_name == "model2vec" and st_card.data.library_name == "sentence-transformers"
+    assert m2v_card.data.model_name == "run-model2vec" and 'StaticModel.from_pretrained("run-model2vec")' in card
+    assert 'SentenceTransformer("run-st")' in st_card.text and "StaticModel" not in st_card.text
+    results = {r.dataset_type: r.metric_value for r in m2v_card.data.eval_results}
+    assert results["sts12"] == pytest.approx(scores["sts"][0]["per_year"]["2012"], abs=0.01)
+    assert results["simlex999"] == pytest.approx(100 * scores["words"][exported]["simlex999"]["spearman"], abs=0.01)
     # both loaders give the same sentence vectors: the mean of the exported words' vectors
     m2v, st = StaticModel.from_pretrained(str(out / "model2vec")), SentenceTransformer(str(out / "st"), device="cpu")
     words = " ".join(distill.load(out, vector_set=exported).index_to_key[:3])

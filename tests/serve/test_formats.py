@@ -226,6 +226,14 @@ def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir,
     word = run[best].index_to_key[2]
     np.testing.assert_allclose(model.encode([word])[0], run[best][word], atol=1e-6)
     assert json.loads((path / "export.json").read_text())["set"] == best
+    from huggingface_hub import ModelCard
+
+    card = ModelCard.load(path / "README.md")  # the Hub's metadata, not model2vec's generic card
+    assert card.data.library_name == "model2vec" and "static-embeddings" in card.data.tags
+    assert card.data.model_name == "model" and card.data.license == "other" and card.data.base_model is None
+    assert card.data.pipeline_tag == "sentence-similarity" and f"- vector set: `{best}`" in card.text
+    assert ".tmp-" not in card.content and str(tmp_path) not in card.content
+    assert all(f.stat().st_mode & 0o044 == 0o044 for f in path.iterdir())  # readable by others
     again = export_run(run.out, vector_set="layer1.pc", formats=[Format.MODEL2VEC], out=tmp_path / "model")
     assert json.loads((again[0][0] / "export.json").read_text())["set"] == "layer1.pc"  # an export is replaced
     with pytest.raises(ConfigError, match="has no set layer2.pc; its sets: layer1.pc, layer2.mean.unit"):
@@ -446,3 +454,24 @@ def test_derive_takes_alone_weight_as_run_does_and_its_old_name_still(pieces_run
         assert done.returncode == 0, done.stderr
         texts.append((Path(run) / "layer1.mean.alone0.5.txt").read_text())
     assert texts[0] == texts[1] and len(texts[0].splitlines()) > 10
+
+
+def test_a_card_names_the_teacher_by_its_hub_id_and_never_by_a_path():
+    from distill.serve.card import teacher_hub_id
+
+    def hub(model: str) -> str | None:
+        return teacher_hub_id({"config": {"model": model}, "model": {"name": model}})
+
+    assert hub("minilm") == hub("sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert hub("mpnet") == "sentence-transformers/all-mpnet-base-v2" and hub("bert") == "bert-base-cased"
+    assert hub("/models/tiny") is None and hub("./tiny") is None and hub("a/b/c") is None
+
+
+@pytest.mark.integration
+def test_a_card_takes_the_teacher_s_licence_from_its_own_card():
+    from distill.paths import models_dir
+    from distill.serve.card import teacher_license
+
+    if not (models_dir() / "all-MiniLM-L6-v2" / "README.md").is_file():
+        pytest.skip("needs ../shared/models")
+    assert teacher_license({"model": {"source": str(models_dir() / "all-MiniLM-L6-v2")}}) == "apache-2.0"
