@@ -63,6 +63,7 @@ def read_analysis(run_dir: str | Path) -> dict[str, Any]:
         markdown(analysis)  # every field the report and the plots read, of the kind they read
     except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError, StopIteration) as err:
         raise ConfigError(f"{path} is damaged ({type(err).__name__}: {err}); run distill analyze again") from err
+    analysis["label"] = Path(run_dir).resolve().name  # runs drawn together are told apart by their folders
     return analysis
 
 
