@@ -19,6 +19,7 @@ class LogProgress:
         file: TextIO | None = None,
     ) -> None:  # fmt: skip
         self.total, self.desc, self.unit, self.n, self.every = total, desc, unit.strip(), initial, every
+        self.initial = initial
         self.file = file
         self.postfix = ""
         self.start = self.last = time.monotonic()
@@ -39,16 +40,37 @@ class LogProgress:
         self.last = time.monotonic()
         done = f"{self.n:,}" + (f"/{self.total:,} ({100 * self.n / max(self.total, 1):.0f}%)" if self.total else "")
         extra = f", {self.postfix}" if self.postfix else ""
-        print(f"{self.desc}: {done} {self.unit}, {self.last - self.start:.0f} s{extra}", file=self.file or sys.stderr)
+        elapsed = self.last - self.start
+        print(
+            f"{self.desc}: {done} {self.unit}, {elapsed:.0f} s{self._eta(elapsed)}{extra}", file=self.file or sys.stderr
+        )
+
+    def _eta(self, elapsed: float) -> str:
+        """``, ETA 12 min``: the time left at the average rate since the start ("" before any work or a total)."""
+        if not self.total or self.n <= self.initial or self.n >= self.total or elapsed <= 0:
+            return ""
+        left = (self.total - self.n) * elapsed / (self.n - self.initial)
+        return f", ETA {duration(left)}"
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``2 h 05 min``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def progress_bar(total: int | None = None, desc: str = "", unit: str = "it", disable: bool = False,
                  initial: int = 0) -> Any:  # fmt: skip
-    """A tqdm bar when stderr is a terminal, a :class:`LogProgress` otherwise, or a silent one (``disable``)."""
+    """A tqdm bar when stderr is a terminal, a :class:`LogProgress` otherwise, or a silent one (``disable``).
+    Both give the time left at the average rate since the start (tqdm's ``smoothing=0``): the rate of the
+    first batches alone misleads."""
     from tqdm.auto import tqdm
 
     if disable or sys.stderr.isatty():
-        return tqdm(total=total, desc=desc, unit=unit, disable=disable, initial=initial, dynamic_ncols=True)
+        return tqdm(total=total, desc=desc, unit=unit, disable=disable, initial=initial, dynamic_ncols=True,
+                    smoothing=0)  # fmt: skip
     return LogProgress(total, desc, unit, initial)
 
 

@@ -210,7 +210,7 @@ class RunDir:
         layer's set."""
         data = self.manifest()
         if vector_set is not None and (layer is not None or pooling is not None):
-            raise ConfigError("give either --set or --layer/--pooling, not both")
+            raise ConfigError("give either --set or --layers/--pooling, not both")
         if vector_set is None and (layer is not None or pooling is not None or not data.get("best")):
             return self.set_for(layer, pooling or (data.get("pooling") or [Pooling.PC.value])[0])
         name = data.get("best") if vector_set in (None, "best") else vector_set

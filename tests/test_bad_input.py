@@ -112,8 +112,9 @@ def test_a_reused_output_folder_holds_only_the_new_run(tiny_bert_dir, tmp_path):
     assert ours == {"manifest.json", *manifest["files"]}  # nothing of the first run, no stale temporary
     assert not any(is_temporary(name) for name in ours)
     assert (out / "notes.txt").read_text() == "the user's own file"
-    done = _cli("neighbors", str(out), "king", "--layer", "2")
+    done = _cli("neighbors", str(out), "king", "--layers", "2")
     _one_error(done, "has no set layer2.pc")
+    _one_error(_cli("neighbors", str(out), "king", "--layer", "2"), "has no set layer2.pc")  # the old spelling
 
 
 def test_a_manifest_that_distill_did_not_write_is_never_overwritten(tiny_bert_dir, tmp_path):
@@ -170,7 +171,7 @@ def test_a_run_killed_while_writing_leaves_a_folder_that_says_it_is_unfinished(t
     with pytest.raises(ConfigError, match="did not finish"):
         distill.load(out, layer=1)
     monkeypatch.undo()
-    _one_error(_cli("neighbors", str(out), "king", "--layer", "1"), "did not finish")
+    _one_error(_cli("neighbors", str(out), "king", "--layers", "1"), "did not finish")
 
 
 def test_a_folder_whose_manifest_does_not_list_its_files_is_incomplete(tiny_bert_dir, tmp_path):
@@ -325,7 +326,7 @@ def test_an_unknown_model_offline_says_how_to_get_it(tmp_path):
     done = _cli(
         "run", "--model", "no-such-org/no-such-model", "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "o")
     )
-    _one_error(done, "no-such-org/no-such-model", "point MODEL at a local folder")
+    _one_error(done, "no-such-org/no-such-model", "pass a local folder")
     assert not (tmp_path / "o").exists()
 
 

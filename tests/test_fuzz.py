@@ -128,7 +128,7 @@ OPTION_VALUES = st.sampled_from(["-1", "0", "1", "nan", "inf", "-inf", "1e309", 
     command=st.sampled_from(
         [
             ["neighbors", "{run}", "king", "-k"],
-            ["neighbors", "{run}", "king", "--layer"],
+            ["neighbors", "{run}", "king", "--layers"],
             ["export", "{run}", "--dims"],
             ["export", "{run}", "--top-words"],
             ["derive", "{run}", "--layers"],

@@ -337,6 +337,7 @@ def test_a_run_folder_that_cannot_be_written_is_one_line(run_copy):
     [
         ["evaluate", "{run}", "--seed", "-1"],
         ["baselines", "--corpus", "{corpus}", "--seed", "-1"],
+        ["baselines", "--corpus", "{corpus}", "--dims", "0"],
         ["baselines", "--corpus", "{corpus}", "--dim", "0"],
         ["tune", "{run}", "--learning-rate", "nan"],
     ],

@@ -192,7 +192,8 @@ def baselines(
         str, typer.Option(help="fasttext, word2vec, glove, comma-separated.")
     ] = "fasttext,word2vec,glove",
     min_count: Annotated[int, typer.Option(min=1, help="Without --vocab: keep words seen at least this often.")] = 5,
-    dim: Annotated[int, typer.Option(min=1, help="Vector size (the published GloVe and FastText use 300).")] = 300,
+    dims: Annotated[int, typer.Option(min=1, help="Vector size (the published GloVe and FastText use 300).")] = 300,
+    dim: Annotated[Optional[int], typer.Option(min=1, hidden=True)] = None,  # the old spelling of --dims
     epochs: Annotated[int, typer.Option(min=1, help="FastText / Word2Vec passes over the corpus.")] = 10,
     glove_epochs: Annotated[int, typer.Option(min=1, help="GloVe passes over the co-occurrence matrix.")] = 25,
     workers: Annotated[
@@ -208,8 +209,8 @@ def baselines(
     setup_logging(verbose, progress)
     with user_errors():
         config = BaselineConfig(corpus=tuple(corpus), out=Path(out) if out else None, methods=parse_methods(methods),
-                                vocab=vocab, min_count=min_count, dim=dim, epochs=epochs, glove_epochs=glove_epochs,
-                                workers=workers, seed=seed, progress=progress)  # fmt: skip
+                                vocab=vocab, min_count=min_count, dim=dims if dim is None else dim, epochs=epochs,
+                                glove_epochs=glove_epochs, workers=workers, seed=seed, progress=progress)  # fmt: skip
         result = train_baselines(config)
     typer.echo(describe(result))
 

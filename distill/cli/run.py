@@ -38,8 +38,13 @@ SetOpt = Annotated[
         "Default: best when the run has it, else its first layer's.",
     ),
 ]
-LayerOpt = Annotated[Optional[int], typer.Option(help="Or a layer of a run folder (with --pooling).")]
-PoolingOpt = Annotated[Optional[Pooling], typer.Option(help="Pooling of --layer (default pc).")]
+LayerOpt = Annotated[
+    Optional[int],
+    typer.Option("--layers", help="Or one layer of a run folder, numbered as distill run's (with --pooling)."),
+]
+#: ``--layer``, the old spelling of ``--layers`` here, kept hidden for one release.
+OldLayerOpt = Annotated[Optional[int], typer.Option("--layer", hidden=True)]
+PoolingOpt = Annotated[Optional[Pooling], typer.Option(help="Pooling of --layers (default pc).")]
 
 
 @app.command()
@@ -61,6 +66,7 @@ def neighbors(
     k: Annotated[int, typer.Option("-k", min=1, help="Neighbours per word.")] = 10,
     vector_set: SetOpt = None,
     layer: LayerOpt = None,
+    old_layer: OldLayerOpt = None,
     pooling: PoolingOpt = None,
     index: Annotated[
         IndexKind,
@@ -79,6 +85,7 @@ def neighbors(
     from distill.serve.search import Searcher
 
     with user_errors():
+        layer = layer if old_layer is None else old_layer
         searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set, oov)
         found = searcher.neighbors(words, k)
     for word, hits in zip(words, found):
@@ -99,6 +106,7 @@ def export(
     ] = "kv,model2vec,sentence-transformers,npy",
     vector_set: SetOpt = None,
     layer: LayerOpt = None,
+    old_layer: OldLayerOpt = None,
     pooling: PoolingOpt = None,
     dtype: Annotated[
         str, typer.Option(help="Numbers stored: float32, float16 or int8 (int8 keeps a float32 scale).")
@@ -134,6 +142,7 @@ def export(
     from distill.serve.export import export_run, parse_formats
 
     with user_errors():
+        layer = layer if old_layer is None else old_layer
         written = export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooling and pooling.value,
                              formats=parse_formats(format), out=out,
                              dtype=dtype, scale=int8_scale, dims=dims, top_words=top_words,

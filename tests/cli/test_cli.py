@@ -108,6 +108,18 @@ def test_log_progress_writes_a_line_per_interval_not_bar_frames():
     assert "\r" not in stream.getvalue()
 
 
+def test_log_progress_gives_the_time_left_at_the_average_rate(monkeypatch):
+    from distill import progress
+
+    clock = iter([0.0, 30.0, 30.0])  # start, then one line after 30 s with 100 of 400 done
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    bar = LogProgress(total=400, desc="reading", unit="words", every=10.0, file=stream)
+    bar.update(100)
+    assert stream.getvalue() == "reading: 100/400 (25%) words, 30 s, ETA 2 min\n"
+    assert progress.duration(90) == "2 min" and progress.duration(7500) == "2 h 05 min"
+
+
 def test_a_run_logged_to_a_file_has_no_progress_bar_frames(tiny_bert_dir, tmp_path):
     done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--min-count", "3",
                 "--max-occurrences", "5", "--out", str(tmp_path / "out"))  # fmt: skip
