@@ -71,13 +71,39 @@ class PieceSums:
         return (self.sums[layer] / counts).float().cpu().numpy()
 
     def write(self, out: Path) -> list[Path]:
-        files = []
-        for layer in self.layers:
-            path = out / pieces_name(layer)
-            with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-                np.savez(handle, vectors=self.vectors(layer), counts=self.counts.cpu().numpy())
-            files.append(path)
-        return files
+        counts = self.counts.cpu().numpy()
+        return [write_pieces(out / pieces_name(layer), self.vectors(layer), counts) for layer in self.layers]
+
+
+def write_pieces(path: Path, vectors: np.ndarray, counts: np.ndarray, scaled: bool = False) -> Path:
+    """Piece vectors, sparse: the rows of the pieces seen (count > 0) with their ids, and the number of pieces,
+    so that a file's size follows the corpus, not the model's vocabulary."""
+    ids = np.flatnonzero(counts > 0).astype(np.int32)
+    arrays: dict[str, Any] = {"ids": ids, "vectors": vectors[ids], "counts": counts[ids],
+                              "n_pieces": np.array(len(counts))}  # fmt: skip
+    if scaled:
+        arrays["scaled"] = np.array(True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
+    return path
+
+
+def read_pieces(path: Path, n_tokens: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """A piece file's (vectors, counts) by token id, dense (a piece never seen: zeros), and whether they are
+    at their set's scale; files written before pieces were kept sparse are dense already."""
+    data = read_npz(path, ("vectors", "counts"))
+    vectors, counts, scaled = data["vectors"], data["counts"], bool(data.get("scaled", False))
+    if "ids" in data:
+        ids, n = data["ids"], int(data.get("n_pieces", -1))
+        ok = vectors.ndim == 2 and ids.ndim == 1 and len(ids) == len(vectors) == len(counts) and n >= 0
+        if not ok or (len(ids) and (ids.min() < 0 or ids.max() >= n or len(np.unique(ids)) < len(ids))):
+            raise ConfigError(f"{path} holds piece ids that do not match its vectors; it is damaged")
+        dense, dense_counts = np.zeros((n, vectors.shape[1]), np.float32), np.zeros(n, counts.dtype)
+        dense[ids], dense_counts[ids] = vectors, counts
+        vectors, counts = dense, dense_counts
+    if vectors.ndim != 2 or len(vectors) < n_tokens or len(counts) != len(vectors):
+        raise ConfigError(f"{path} does not hold a vector for each piece of the run's tokenizer; it is damaged")
+    return vectors, counts, scaled
 
 
 @dataclass
@@ -126,11 +152,8 @@ class PieceVectors:
         lowercase = bool(manifest["vocabulary"]["lowercase"])
         found = []
         for path in paths:
-            data = read_npz(path, ("vectors", "counts"))
-            scaled = bool(data["scaled"]) if "scaled" in data else False
-            if data["vectors"].ndim != 2 or len(data["vectors"]) < len(tokenizer):
-                raise ConfigError(f"{path} does not hold a vector for each piece of the run's tokenizer; it is damaged")
-            found.append(cls(tokenizer, data["vectors"], data["counts"], lowercase, scaled))
+            vectors, counts, scaled = read_pieces(path, len(tokenizer))
+            found.append(cls(tokenizer, vectors, counts, lowercase, scaled))
         return found
 
     def pieces(self, word: str) -> list[int]:
@@ -218,7 +241,4 @@ def write_tuned_pieces(
     for token, row in tokenizer.get_vocab().items():
         if n_words <= row < len(rows) - 1:
             vectors[pieces.tokenizer.convert_tokens_to_ids(token)] = rows[row]
-    path = Path(run_dir) / tuned_pieces_name(set_name)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, vectors=vectors, counts=pieces.counts, scaled=np.array(True))
-    return path
+    return write_pieces(Path(run_dir) / tuned_pieces_name(set_name), vectors, pieces.counts, True)

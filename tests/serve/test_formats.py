@@ -475,3 +475,23 @@ def test_a_card_takes_the_teacher_s_licence_from_its_own_card():
     if not (models_dir() / "all-MiniLM-L6-v2" / "README.md").is_file():
         pytest.skip("needs ../shared/models")
     assert teacher_license({"model": {"source": str(models_dir() / "all-MiniLM-L6-v2")}}) == "apache-2.0"
+
+
+def test_piece_files_keep_only_the_pieces_seen_and_read_back_dense(tmp_path, rng):
+    from distill.serve.pieces import read_pieces, write_pieces
+
+    counts = np.array([0, 3, 0, 1, 0])
+    vectors = rng.normal(size=(5, 4)).astype(np.float32) * (counts > 0)[:, None]
+    path = write_pieces(tmp_path / "p.npz", vectors, counts)
+    with np.load(path) as stored:
+        assert stored["ids"].tolist() == [1, 3] and stored["vectors"].shape == (2, 4) and int(stored["n_pieces"]) == 5
+    back, back_counts, scaled = read_pieces(path, 5)
+    np.testing.assert_array_equal(back, vectors)
+    assert back_counts.tolist() == counts.tolist() and not scaled
+    np.savez(tmp_path / "dense.npz", vectors=vectors, counts=counts)  # as runs before sparse files wrote them
+    np.testing.assert_array_equal(read_pieces(tmp_path / "dense.npz", 5)[0], vectors)
+    np.savez(tmp_path / "bad.npz", ids=np.array([1, 9]), vectors=vectors[:2], counts=counts[:2], n_pieces=np.array(5))
+    with pytest.raises(ConfigError, match="piece ids that do not match"):
+        read_pieces(tmp_path / "bad.npz", 5)
+    with pytest.raises(ConfigError, match="a vector for each piece"):
+        read_pieces(path, 6)  # a tokenizer with more pieces than the file
