@@ -10,17 +10,10 @@ from typing import Any
 
 from distill.files import atomic_path
 
-PLOTTED = (
-    ("simlex999", "all", "SimLex-999"),
-    ("men", "all", "MEN"),
-    ("ws353", "all", "WS353"),
-    ("rw", "all", "RW"),
-    ("google", "all", "Google (3CosAdd)"),
-    ("msr", "all", "MSR (3CosAdd)"),
-    ("semeval2012", "all", "SemEval-2012"),
-    ("bless", "all", "BLESS"),
-    ("ap", "all", "AP"),
-)
+#: A panel: benchmark, section, title (the report's columns of the benchmarks asked for).
+Panel = tuple[str, str, str]
+#: Each metric as an axis names it.
+METRICS = {"spearman": "Spearman ρ", "accuracy": "accuracy (3CosAdd)", "purity": "cluster purity"}
 
 
 def _figure(n: int) -> tuple[Any, Any]:
@@ -47,34 +40,49 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _panels(rows: Sequence[Any]) -> list[tuple[str, str, str]]:
-    return [p for p in PLOTTED if any((s := r.get(p[0], p[1])) and not math.isnan(s.score) for r in rows)]
+def _metric(rows: Sequence[Any], bench: str, section: str, oov: str) -> str:
+    """The axis label of a benchmark's metric."""
+    found = next((s.metric for r in rows if (s := r.get(bench, section, oov)) and s.metric != "none"), "")
+    return METRICS.get(found, found)
 
 
-def plot_scores(rows: Sequence[Any], path: str | Path, oov: str = "standard") -> Path:
-    """One panel per benchmark, one horizontal bar per set of vectors (baselines hatched)."""
-    panels = _panels(rows)
+def _panels(rows: Sequence[Any], asked: Sequence[Panel], oov: str) -> list[Panel]:
+    """The benchmarks asked for, in the report's order: every one, scored or not (an empty panel says so)."""
+    return [p for p in asked if any(r.get(p[0], p[1], oov) for r in rows)]
+
+
+def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
+    """One panel per benchmark asked for, one horizontal bar per set of vectors (baselines hatched), each
+    with its score and the items it scored (n): 44 pairs do not weigh as 321."""
+    panels = _panels(rows, panels, oov)
     fig, axes = _figure(max(len(panels), 1))
     for ax, (bench, section, title) in zip(axes, panels):
-        labels, values, hatches = [], [], []
+        labels, values, hatches, notes = [], [], [], []
         for row in rows:
             s = row.get(bench, section, oov)
+            scored = s is not None and not math.isnan(s.score)
             labels.append(row.label)
-            values.append(0.0 if s is None or math.isnan(s.score) else s.score)
+            values.append(s.score if s is not None and scored else 0.0)
+            notes.append(f"{s.score:.2f} (n={s.n_covered:,})" if s is not None and scored else "none scored")
             hatches.append("//" if row.baseline else "")
         bars = ax.barh(range(len(rows)), values, color=["#bbbbbb" if h else "#3b75af" for h in hatches])
-        for bar, hatch in zip(bars, hatches):
+        for bar, hatch, note in zip(bars, hatches, notes):
             bar.set_hatch(hatch)
+            ax.annotate(note, (max(bar.get_width(), 0), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=6)  # fmt: skip
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(title, fontsize=10)
-    fig.suptitle(f"scores (OOV policy: {oov})", fontsize=11)
+        ax.set_xlim(min(0.0, *values), max(1.0, *values) * 1.25)
+        total = next((s.n_total for r in rows if (s := r.get(bench, section, oov)) and s.n_total), 0)
+        ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
+        ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)
+    fig.suptitle(f"scores (OOV policy: {oov}; n = items scored)", fontsize=11)
     return _save(fig, Path(path))
 
 
-def plot_layers(rows: Sequence[Any], path: str | Path, oov: str = "standard") -> Path:
+def plot_layers(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
     """Score against layer, one line per model and pooling; baselines as dashed horizontal lines."""
-    panels = _panels(rows)
+    panels = _panels(rows, panels, oov)
     fig, axes = _figure(max(len(panels), 1))
     series: dict[str, list[Any]] = defaultdict(list)
     for row in rows:
@@ -92,6 +100,7 @@ def plot_layers(rows: Sequence[Any], path: str | Path, oov: str = "standard") ->
                 ax.axhline(s.score, linestyle="--", color=f"C{len(series) + i}", label=row.label)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("layer")
+        ax.set_ylabel(_metric(rows, bench, section, oov), fontsize=8)
     if panels:
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)

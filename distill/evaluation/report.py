@@ -160,8 +160,7 @@ def score_vectors(
                 target, policy = with_fallback(kv, dataset_words(data), fallback, lowercase), Oov.PAPER
             try:
                 found = _score_one(target, data, policy, options, lowercase)
-            except NothingCovered as err:  # a score of nothing, with coverage 0; any other error surfaces
-                logger.warning("%s", err)
+            except NothingCovered:  # a score of nothing, with coverage 0 (said once per report); errors surface
                 found = [Score(name, "none", math.nan, 0, 0, oov.value)]
             scores += [dataclasses.replace(s, oov=oov.value) for s in found]
     return scores
@@ -193,7 +192,24 @@ def evaluate_rows(
         meta = dict(vec.meta, evaluated_vocab_size=len(kv.index_to_key))
         fallbacks = {oov: run_fallback(vec.path, oov) for oov in options.oov if oov.fallback}
         rows.append(Row(vec.label, vec.path, meta, is_baseline, score_vectors(kv, options, datasets, fallbacks)))
+    _say_uncovered(rows, options)
     return rows
+
+
+def _say_uncovered(rows: Sequence[Row], options: EvalOptions) -> None:
+    """One line per benchmark that some sets of vectors could score nothing of, with how many sets."""
+    for name in options.benchmarks:
+        empty = [r for r in rows if any(s.benchmark == name and s.metric == "none" and s.oov in
+                                        (Oov.STANDARD.value, Oov.PAPER.value) for s in r.scores)]  # fmt: skip
+        if empty:
+            logger.warning(
+                "%s: no item has all its words in the vocabulary of %d of %d sets of vectors (%s ...): too small a "
+                "vocabulary, or one cased unlike the benchmark (see --case)",
+                name,
+                len(empty),
+                len(rows),
+                empty[0].label,
+            )
 
 
 def _cell(score: Score | None) -> str:
@@ -307,7 +323,8 @@ def write_report(
     files = [out / REPORT, write_json(data, out / REPORT_DATA)]
     if not rows:
         return files
-    files.append(plot_scores(rows, out / "scores.png"))
+    panels = [c for c in COLUMNS if c[1] == "all" and c[0] in options.benchmarks]
+    files.append(plot_scores(rows, out / "scores.png", panels))
     if sum("layer" in r.meta for r in rows) > 1:
-        files.append(plot_layers(rows, out / "layers.png"))
+        files.append(plot_layers(rows, out / "layers.png", panels))
     return files

@@ -113,6 +113,7 @@ def test_hub_name_offline_fails_fast_with_a_fix(monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"'bert' \(bert-base-cased\) is not in the local Hugging Face cache.*MODEL="):
+    expected = r"'bert' \(bert-base-cased\) is not in the local Hugging Face cache.*hf download bert-base-cased"
+    with pytest.raises(ConfigError, match=expected + ".*pass a local folder"):
         load_encoder("bert", "bert-base-cased", (1,))
     assert time.perf_counter() - t0 < 10

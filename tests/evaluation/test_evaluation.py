@@ -287,3 +287,39 @@ def test_nothing_covered_is_a_score_of_nothing_but_a_real_error_surfaces(monkeyp
     monkeypatch.setattr(report, "evaluate_similarity", broken)
     with pytest.raises(ValueError, match="a bug"):
         report.score_vectors(kv, options, data)
+
+
+def test_the_scores_plot_has_every_benchmark_asked_for_with_its_metric_and_items_scored(monkeypatch, tmp_path):
+    from distill.evaluation import plots
+    from distill.evaluation.metrics import Score
+    from distill.evaluation.report import Row
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    ours = [Score("simlex999", "spearman", 0.5, 999, 44), Score("google", "accuracy", 0.3, 100, 50, method="3cosadd"),
+            Score("ap", "none", math.nan, 0, 0)]  # fmt: skip
+    theirs = [Score("simlex999", "spearman", 0.4, 999, 321),
+              Score("google", "accuracy", 0.6, 100, 90, method="3cosadd"),
+              Score("ap", "purity", 0.7, 402, 402)]  # fmt: skip
+    rows = [Row("ours", "a.txt", {}, False, ours), Row("glove", "g.txt", {}, True, theirs)]
+    asked = [("simlex999", "all", "SimLex"), ("google", "all", "Google"), ("ap", "all", "AP"), ("rw", "all", "RW")]
+    plots.plot_scores(rows, tmp_path / "scores.png", asked)
+    axes = [ax for ax in figures[0].axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["SimLex (999 items)", "Google (100 items)", "AP (402 items)"]
+    assert [ax.get_xlabel() for ax in axes] == ["Spearman ρ", "accuracy (3CosAdd)", "cluster purity"]
+    assert [t.get_text() for t in axes[0].texts] == ["0.50 (n=44)", "0.40 (n=321)"]
+    assert [t.get_text() for t in axes[2].texts] == ["none scored", "0.70 (n=402)"]
+
+
+def test_a_benchmark_no_set_covers_is_said_once_with_the_number_of_sets(caplog, monkeypatch):
+    import distill.evaluation.report as report
+    from distill.evaluation.vectors import Vectors
+
+    sets = [Vectors(f"set{i}", to_keyed_vectors(["x", f"y{i}"], np.eye(2, dtype=np.float32)), f"s{i}.txt")
+            for i in range(3)]  # fmt: skip
+    toy = SimilarityDataset("toy", (("a", "b"), ("c", "d")), (1.0, 2.0))
+    monkeypatch.setattr(report, "load_benchmark", lambda name: toy)
+    with caplog.at_level("WARNING"):
+        rows = report.evaluate_rows(sets, report.EvalOptions(benchmarks=("toy",), oov=(Oov.STANDARD,)), progress=False)
+    lines = [r.getMessage() for r in caplog.records if "toy" in r.getMessage()]
+    assert len(rows) == 3 and len(lines) == 1 and "of 3 of 3 sets of vectors (set0 ...)" in lines[0]
