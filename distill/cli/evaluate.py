@@ -157,7 +157,9 @@ def evaluate(
             rows = evaluate_rows([load_vectors(f) for f in files], options,
                                  [load_vectors(b) for b in bases if b not in folders],
                                  read_vocab(restrict_vocab) if restrict_vocab else None, progress)  # fmt: skip
-        sentences = _sentence_scores(inputs, bases, vector_set, teacher) if wants_sentences(benchmarks) else []
+        sentences = (
+            _sentence_scores(inputs, bases, vector_set, teacher, progress) if wants_sentences(benchmarks) else []
+        )
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
         written = write_report(rows, options, out or _report_folder(inputs[0]), notes=notes, sentences=sentences)
     typer.echo(markdown(rows, options, notes=notes, sentences=sentences))
@@ -169,13 +171,15 @@ def _report_folder(first: Path) -> Path:
     return first if first.is_dir() else first.parent
 
 
-def _sentence_scores(inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: str | None) -> list[Any]:
+def _sentence_scores(
+    inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: str | None, progress: bool
+) -> list[Any]:
     from distill.evaluation.sentences import load_sts, score_inputs, score_sts, teacher_encoder
 
     pairs = load_sts()
     scores = score_inputs(inputs, vector_set, pairs) + score_inputs(bases, None, pairs)
     if teacher is not None:
-        encode, label = teacher_encoder(teacher)
+        encode, label = teacher_encoder(teacher, progress)
         scores.append(score_sts(encode, pairs, label))
     return scores
 

@@ -23,6 +23,7 @@ from distill.errors import ConfigError, require
 from distill.evaluation.datasets import checked_file
 from distill.files import sha256_file
 from distill.paths import default_corpus, resolve_model
+from distill.progress import progress_bar
 from distill.vectors.keyed import l2_normalize
 
 #: The gold pairs: ``year, split, dataset, line, score, sentence1, sentence2``; pairs without a score are skipped.
@@ -169,14 +170,33 @@ def is_sentence_transformers_folder(path: Path) -> bool:
     return (path / "modules.json").is_file() and not is_model2vec_folder(path)
 
 
-def teacher_encoder(model: str) -> tuple[Encode, str]:
-    """The source transformer as sentence-transformers loads it (its own pooling), and its label."""
+def teacher_encoder(model: str, progress: bool = True) -> tuple[Encode, str]:
+    """The source transformer as sentence-transformers loads it (its own pooling), and its label; a
+    transformer takes minutes on a CPU, so it shows its progress."""
     source = resolve_model(model)
     try:
-        return sentence_transformers_encoder(source), f"{Path(source).name} (teacher)"
+        encode = sentence_transformers_encoder(source)
     except (OSError, ValueError) as err:
         reason = " ".join(str(err).split())
         raise ConfigError(f"cannot load the teacher {model!r} with sentence-transformers: {reason}") from err
+    return with_progress(encode, "encoding with the teacher", not progress), f"{Path(source).name} (teacher)"
+
+
+def with_progress(encode: Encode, desc: str, disable: bool = False, chunk: int = 2048) -> Encode:
+    """``encode`` over chunks of sentences, with a progress bar (or a line every few seconds in a log)."""
+
+    def run(sentences: list[str]) -> np.ndarray:
+        bar = progress_bar(len(sentences), desc, "sentence", disable)
+        parts = []
+        try:
+            for start in range(0, len(sentences), chunk):
+                parts.append(np.asarray(encode(sentences[start : start + chunk]), dtype=np.float32))
+                bar.update(len(parts[-1]))
+        finally:
+            bar.close()
+        return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+
+    return run
 
 
 def saw_sts(manifest: dict[str, Any]) -> bool:

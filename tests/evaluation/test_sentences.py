@@ -206,3 +206,16 @@ def test_push_to_hub_offline_fails_with_one_line_after_writing_the_export(teache
     assert 'StaticModel.from_pretrained("someone/static-model")' in card and "# someone/static-model" in card
     assert ModelCard.load(tmp_path / "m" / "README.md").data.model_name == "someone/static-model"
     assert (tmp_path / "m" / "model.safetensors").is_file()  # the export itself stands
+
+
+def test_a_slow_encoder_shows_progress_over_chunks_with_the_same_vectors():
+    from distill.evaluation.sentences import with_progress
+
+    calls = []
+
+    def encode(sentences):
+        calls.append(len(sentences))
+        return np.array([[len(s), 1.0] for s in sentences])
+
+    out = with_progress(encode, "encoding", disable=True, chunk=2)(["a", "bb", "ccc"])
+    assert calls == [2, 1] and out.tolist() == [[1, 1], [2, 1], [3, 1]] and out.dtype == np.float32
