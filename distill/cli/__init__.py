@@ -6,11 +6,15 @@ from distill.cli import run  # noqa: F401
 from distill.cli import evaluate  # noqa: F401
 
 # isort: on
-from distill.cli.app import app
+from distill.cli.app import app, tidy_help
 
 
 def main() -> None:
-    app()
+    import typer
+
+    command = typer.main.get_command(app)
+    tidy_help(command)  # type: ignore[arg-type]
+    command(prog_name="distill")
 
 
 __all__ = ["app", "main"]

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -69,3 +69,45 @@ def user_errors() -> Iterator[None]:
     except KeyboardInterrupt as err:
         typer.echo(str(err) or "interrupted", err=True)
         raise typer.Exit(130) from None
+
+
+#: How ``--help`` names the kind of value an option takes (typer's own names are Python types).
+_KINDS = {"str": "TEXT", "list[str]": "TEXT", "int": "INTEGER", "int range": "INTEGER", "float": "NUMBER",
+          "float range": "NUMBER", "path": "PATH", "bool": ""}  # fmt: skip
+
+
+def _kind(param: Any, ctx: Any) -> str:
+    """``TEXT``, ``INTEGER``, ``[pc|mean]`` ... for typer's ``<str>``, ``<int>``, ``<pc|mean>`` ...; "" for a flag."""
+    kind = (type(param).display_type_rich(param, ctx) or "").strip("<>").removesuffix("...").strip("<>")
+    return _KINDS.get(kind, f"[{kind}]" if "|" in kind else kind.upper())
+
+
+def _tidy(param: Any, ctx: Any) -> None:
+    """One parameter's metavar as command-line tools spell it; an argument is named in capitals."""
+    if isinstance(param, typer.core.TyperArgument):
+        name = (param.name or "arg").upper() + ("..." if param.nargs != 1 else "")
+        kind = _kind(param, ctx)
+        param.metavar = name
+        setattr(param, "_usage_display_name", lambda: name)  # noqa: B010  (typer would write {name})
+        setattr(param, "display_type_rich", lambda ctx: kind)  # noqa: B010  (typer ignores an argument's metavar)
+    else:
+        param.metavar = _kind(param, ctx)
+
+
+def tidy_help(command: Any) -> None:
+    """Metavars as command-line tools spell them (``TEXT``, ``INTEGER``, ``[pc|mean]``, nothing for a flag,
+    arguments by name: ``VECTORS WORDS...``) where typer shows ``<list[str]>``, ``<bool>`` and ``{vectors}``;
+    for every command, the group and each ``--help``."""
+    for sub in [command, *command.commands.values()]:
+        ctx = typer.Context(sub)
+        for param in sub.params:
+            _tidy(param, ctx)
+        get_help_option = sub.get_help_option
+
+        def tidy_help_option(ctx: Any, get: Any = get_help_option) -> Any:
+            option = get(ctx)
+            if option is not None:
+                option.metavar = ""
+            return option
+
+        sub.get_help_option = tidy_help_option

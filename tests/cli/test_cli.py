@@ -174,3 +174,13 @@ def test_evaluate_all_scores_what_is_on_this_machine_and_names_the_rest_once(tmp
     assert len(skipped) == 1 and "men" in skipped[0] and "sts" in skipped[0] and "simlex999" not in skipped[0]
     report = (tmp_path / "r" / "report.md").read_text()
     assert "SimLex" in report and "MEN" not in report.split("## Rows")[0]
+
+
+def test_help_names_values_as_command_line_tools_do():
+    done = _cli("neighbors", "--help")
+    assert done.returncode == 0
+    assert "Usage: distill neighbors [OPTIONS] VECTORS WORDS..." in done.stdout
+    assert "[pc|mean]" in done.stdout and "INTEGER" in done.stdout
+    for typer_spelling in ("<list[str]>", "<bool>", "<str>", "<int", "{vectors}"):
+        assert typer_spelling not in done.stdout
+    assert "<bool>" not in _cli("--help").stdout and "<list[str]>" not in _cli("run", "--help").stdout
