@@ -206,7 +206,7 @@ def evaluate(
     baselines: Sequence[str | Path] = (),
     vector_set: str | None = None,
     benchmarks: Sequence[str] | None = None,
-    oov: Sequence[Oov | str] = (Oov.STANDARD, Oov.PAPER),
+    oov: Sequence[Oov | str] = (Oov.STANDARD, Oov.PIECES),
     seed: int = 0,
     progress: bool = False,
 ) -> list[Row]:

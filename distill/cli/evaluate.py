@@ -86,8 +86,8 @@ OovOpt = Annotated[
         help="OOV policies: standard (skip items with a missing word, show coverage), paper "
         "(a missing word gets the mean vector, as Ethayarajh 2019), pieces (a missing word gets the mean of its "
         "pieces' vectors from a run made with --pieces; analogies not scored), alone (a missing word is read alone "
-        "by the run's model, in the set's layers: needs the model; analogies not scored), or several: "
-        "standard,pieces."
+        "by the run's model, in the set's layers: needs the model; analogies not scored), or several. pieces "
+        "is the fallback of neighbors, distill.load and the exports; distill table keeps the paper's standard,paper."
     ),
 ]
 MethodOpt = Annotated[str, typer.Option(help="Analogy scoring: 3cosadd, 3cosmul, or both.")]
@@ -124,7 +124,7 @@ def evaluate(
         ),
     ] = None,
     benchmarks: BenchmarksOpt = "all",
-    oov: OovOpt = "standard,paper",
+    oov: OovOpt = "standard,pieces",
     analogy_method: MethodOpt = "3cosadd,3cosmul",
     analogy_top_n: TopNOpt = None,
     case: CaseOpt = Case.AUTO,
