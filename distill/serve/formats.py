@@ -67,9 +67,11 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
 
 def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
     """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
-    plus the model's alphabetic pieces, so a known word is one token (its static vector) and any other word
-    splits into pieces (their static vectors scaled to the words' median norm unless tuned with them; zero for
-    a piece never seen, which then adds nothing to the direction). None for other tokenizers."""
+    plus the model's alphabetic pieces the corpus showed, so a known word is one token (its static vector) and
+    any other word splits into seen pieces (their static vectors scaled to the words' median norm unless tuned
+    with them). A longer piece never seen has no row, so the longest match falls back to shorter pieces that
+    have one; single letters stay whatever the corpus showed (a zero row for one never seen), so that every
+    alphabetic word still splits and none becomes ``[UNK]``. None for other tokenizers."""
     from tokenizers import Tokenizer
 
     spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
@@ -78,9 +80,11 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     vocab = {w: i for i, w in enumerate(words)}
     prefix = spec["model"].get("continuing_subword_prefix") or "##"
     # alphabetic pieces only, as the words are: punctuation and digits stay unknown (they add nothing), as
-    # in the word-level export; unseen pieces keep zero vectors
-    extra = [t for t in spec["model"]["vocab"] if t not in vocab and t.removeprefix(prefix).isalpha()]
-    piece_rows = pieces.vectors[[spec["model"]["vocab"][t] for t in extra]].astype(np.float32)
+    # in the word-level export; longer pieces only if seen
+    ids = spec["model"]["vocab"]
+    extra = [t for t in ids if t not in vocab and (bare := t.removeprefix(prefix)).isalpha()
+             and (pieces.counts[ids[t]] > 0 or len(bare) == 1)]  # fmt: skip
+    piece_rows = pieces.vectors[[ids[t] for t in extra]].astype(np.float32)
     if not pieces.scaled:  # tuned pieces keep the norms they were trained to
         norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
         piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
