@@ -495,3 +495,23 @@ def test_piece_files_keep_only_the_pieces_seen_and_read_back_dense(tmp_path, rng
         read_pieces(tmp_path / "bad.npz", 5)
     with pytest.raises(ConfigError, match="a vector for each piece"):
         read_pieces(path, 6)  # a tokenizer with more pieces than the file
+
+
+def test_an_export_has_rows_for_the_pieces_seen_and_every_letter_only(wordpiece_tokenizer, rng):
+    from distill.serve.formats import wordpiece_fallback
+    from distill.serve.pieces import PieceVectors
+
+    vocab = wordpiece_tokenizer.get_vocab()
+    alphabetic = [t for t in vocab if t.removeprefix("##").isalpha()]
+    longer = [t for t in alphabetic if len(t.removeprefix("##")) > 1]
+    letters = [t for t in alphabetic if len(t.removeprefix("##")) == 1]
+    seen = longer[:3]
+    counts, vectors = np.zeros(len(wordpiece_tokenizer), int), np.zeros((len(wordpiece_tokenizer), 4), np.float32)
+    for token in seen:
+        counts[vocab[token]], vectors[vocab[token]] = 2, rng.normal(size=4)
+    pieces = PieceVectors(wordpiece_tokenizer, vectors, counts, lowercase=True)
+    tokenizer, rows = wordpiece_fallback(["zzword"], np.ones((1, 4), np.float32), pieces)
+    kept = tokenizer.get_vocab()
+    assert set(seen) | set(letters) <= set(kept) and not set(longer[3:]) & set(kept)
+    assert len(rows) == len(kept) == 1 + len(seen) + len(set(letters) - set(seen)) + 1  # the word, pieces, [UNK]
+    assert all(np.any(rows[kept[t]]) for t in seen)
