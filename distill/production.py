@@ -41,10 +41,12 @@ def word_scores(run: RunDir, name: str) -> dict[str, dict[str, float]]:
 def _years(manifest: dict[str, Any]) -> tuple[str, str, str]:
     """The STS table's title and its two year columns: held out only where the model never saw the sentences."""
     if saw_sts(manifest):
-        return ("## STS 2012-2016 (Spearman x100 of the cosine; the corpus was the STS sentences themselves, "
-                "without their scores: no year is held out)", "12-14", "15-16")  # fmt: skip
+        return ("## STS 2012-2016 (Spearman x100 of the cosine; MTEB: STS12's test split and STS13-16; the "
+                "corpus was the STS sentences themselves, without their scores: no year is held out)",
+                "12-14", "15-16")  # fmt: skip
     return (
-        "## STS 2012-2016 (Spearman x100 of the cosine; 2012-2014 dev, 2015-2016 held out)",
+        "## STS 2012-2016 (Spearman x100 of the cosine; MTEB: STS12's test split and STS13-16; all pairs: "
+        "2012-2014 dev, 2015-2016 held out)",
         "dev 12-14",
         "held out 15-16",
     )
@@ -62,18 +64,20 @@ def model_card(
     lines = []
     if scores:
         title, dev, held = _years(manifest)
-        lines += [title, "", f"| encoder | {dev} | {held} | mean | sentences/s |", "|---|---:|---:|---:|---:|"]
+        lines += [title, "", f"| encoder | MTEB 12-16 | STS 13-16 | {dev} | {held} | 2012-16 | sentences/s |",
+                  "|---|" + "---:|" * 6]  # fmt: skip
     for s in scores:
-        lines.append(f"| {s.label} | {s.mean(DEV_YEARS):.1f} | {s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | "
-                     f"{s.sentences_per_second:,.0f} |")  # fmt: skip
+        lines.append(f"| {s.label} | {s.mteb_mean():.1f} | {s.mean_13_16():.1f} | {s.mean(DEV_YEARS):.1f} | "
+                     f"{s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | {s.sentences_per_second:,.0f} |")  # fmt: skip
     if words:
         lines += ["", "## Words (Spearman, pairs covered)", "", "| set | " + " | ".join(WORD_BENCHMARKS) + " |",
                   "|---|" + "---:|" * len(WORD_BENCHMARKS)]  # fmt: skip
     for name, by_bench in words.items():
         cells = " | ".join(f"{by_bench[b]['spearman']:.3f} ({by_bench[b]['covered']})" for b in WORD_BENCHMARKS)
         lines.append(f"| {name} | {cells} |")
-    results = [Score("sentence-similarity", f"sts{year % 100}", f"SemEval STS {year}", value, "all pairs with a score")
-               for year, value in (scores[0].per_year.items() if scores else ())]  # fmt: skip
+    mteb = scores[0].mteb() if scores else {}
+    results = [Score("STS", f"mteb/{name.lower()}-sts", f"MTEB {name}", value, "test split", "cosine_spearman", "test")
+               for name, value in mteb.items()]  # fmt: skip
     results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
                       f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
     return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
@@ -104,12 +108,14 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
         model_id = f"{run.path.name}-{folder.name}"  # the run folder's name and the format's
         write_text(model_card(run.manifest(), exported, scores, words, fmt, model_id), folder / "README.md")
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
-                    "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean()} for s in scores]},
+                    "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean(), "mteb": s.mteb(),
+                             "mteb_mean": s.mteb_mean(), "sts13_16_mean": s.mean_13_16()} for s in scores]},
                    folder / "scores.json")  # fmt: skip
         list_folder(folder)
     held = "2015-16, seen in tuning" if saw_sts(run.manifest()) else "held out"
     summary = [
-        f"{s.label}: STS mean {s.mean():.1f} (dev {s.mean(DEV_YEARS):.1f}, {held} {s.mean(HELD_OUT_YEARS):.1f}), "
+        f"{s.label}: STS MTEB 12-16 {s.mteb_mean():.1f}, 13-16 {s.mean_13_16():.1f}; all pairs {s.mean():.1f} "
+        f"(dev {s.mean(DEV_YEARS):.1f}, {held} {s.mean(HELD_OUT_YEARS):.1f}), "
         f"{s.sentences_per_second:,.0f} sentences/s"
         for s in scores
     ]

@@ -37,6 +37,8 @@ class Score(NamedTuple):
     name: str  # its title
     value: float  # Spearman x100
     scored: str = ""  # the items scored, e.g. "1,898 of 2,034 pairs"
+    metric: str = "spearman"  # MTEB's STS metric is "cosine_spearman"
+    split: str | None = None  # the dataset's split, e.g. "test"
 
 
 def teacher_hub_id(manifest: dict[str, Any]) -> str | None:
@@ -113,8 +115,8 @@ def card_text(
         tags=tags,
         pipeline_tag="sentence-similarity",
         eval_results=[
-            EvalResult(task_type=s.task, dataset_type=s.dataset, dataset_name=s.name, metric_type="spearman",
-                       metric_value=round(s.value, 2))
+            EvalResult(task_type=s.task, dataset_type=s.dataset, dataset_name=s.name, metric_type=s.metric,
+                       metric_value=round(s.value, 2), dataset_split=s.split)
             for s in scores
         ] or None,
     )  # fmt: skip

@@ -46,6 +46,18 @@ def test_sts_spearman_per_year_by_hand(rng):
         assert score.per_year[year] == pytest.approx(100 * spearmanr(cosines[mask], pairs.scores[mask]).statistic)
     assert score.mean((2012, 2016)) == pytest.approx((score.per_year[2012] + score.per_year[2016]) / 2)
     assert score.n_pairs == 30 and score.sentences_per_second > 0
+    # MTEB scores STS12 on its test split only: here the 2012 pairs after the first two
+    test = np.ones(30, dtype=bool)
+    test[:2] = False
+    split = score_sts(mean_of_words(kv), StsPairs(years, first, second, pairs.scores, test), "toy")
+    mask = (years == 2012) & test
+    assert split.sts12_test == pytest.approx(100 * spearmanr(cosines[mask], pairs.scores[mask]).statistic)
+    assert split.mteb() == {
+        "STS12": split.sts12_test,
+        **{f"STS{y % 100}": score.per_year[y] for y in range(2013, 2017)},
+    }
+    assert split.mteb_mean() == pytest.approx(np.mean(list(split.mteb().values())))
+    assert split.mean_13_16() == pytest.approx(np.mean([score.per_year[y] for y in range(2013, 2017)]))
 
 
 def test_sentences_split_as_the_exports_split_them():

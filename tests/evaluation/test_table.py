@@ -150,7 +150,9 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     assert m2v_card.data.model_name == "run-model2vec" and 'StaticModel.from_pretrained("run-model2vec")' in card
     assert 'SentenceTransformer("run-st")' in st_card.text and "StaticModel" not in st_card.text
     results = {r.dataset_type: r.metric_value for r in m2v_card.data.eval_results}
-    assert results["sts12"] == pytest.approx(scores["sts"][0]["per_year"]["2012"], abs=0.01)
+    assert results["mteb/sts12-sts"] == pytest.approx(scores["sts"][0]["mteb"]["STS12"], abs=0.01)
+    assert results["mteb/sts16-sts"] == pytest.approx(scores["sts"][0]["per_year"]["2016"], abs=0.01)
+    assert scores["sts"][0]["mteb_mean"] == pytest.approx(np.mean(list(scores["sts"][0]["mteb"].values())))
     assert results["simlex999"] == pytest.approx(100 * scores["words"][exported]["simlex999"]["spearman"], abs=0.01)
     # both loaders give the same sentence vectors: the mean of the exported words' vectors
     m2v, st = StaticModel.from_pretrained(str(out / "model2vec")), SentenceTransformer(str(out / "st"), device="cpu")
