@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,10 @@ def export_run(
     name = run.resolve_set(vector_set, layer, pooling)
     dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
+    pca = None
+    if dims is not None:  # of the vectors as distilled, then the recipe: centring would undo the weights baked in
+        pca = fit_pca(kv.vectors, dims)
+        prepared = apply_recipe(pca.transform(kv.vectors), counts, recipe, words_per_line(manifest))
     words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None
     info: dict[str, Any] = {
@@ -101,9 +106,7 @@ def export_run(
         "dtype": dtype.value,
         "int8_scale": scale.value if dtype is DType.INT8 else None,
     }
-    if dims is not None:
-        pca = fit_pca(vectors, dims)
-        vectors = pca.transform(vectors)
+    if pca is not None:
         info.update(dims=dims, pca_explained_variance=pca.explained_variance_ratio)
     q = quantize(vectors, dtype, scale)
     stem = name + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
@@ -112,8 +115,13 @@ def export_run(
     if itself:
         _check_replaceable(Path(out))  # type: ignore[arg-type]
     out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
-    sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats) and dims is None
+    sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
     pieces = set_pieces(run.path, name) if sentences else None
+    if pieces is not None and pca is not None:  # the pieces in the words' reduced space
+        seen = pieces.counts > 0
+        projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
+        projected[seen] = pca.transform(pieces.vectors[seen])
+        pieces = dataclasses.replace(pieces, vectors=projected)
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path
     scores = run_word_scores(run.path, name)

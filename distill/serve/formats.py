@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from distill.config import DType
 from distill.errors import ConfigError, OutputError, require
 from distill.files import LISTING, atomic_dir, atomic_path, write_json
 from distill.names import VOCAB
 from distill.rundir import read_vocab_counts, write_vocab
-from distill.serve.compress import Quantized
+from distill.serve.compress import Quantized, Scale, quantize
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 
 UNK = "[UNK]"
@@ -158,14 +159,22 @@ def write_model2vec(
     pieces: Any = None,
     card: str | None = None,
 ) -> Path:
-    """A model2vec ``StaticModel`` folder (``card``: its README.md, in place of model2vec's generic one);
-    int8 with one scale per vector is stored as int8 + per-token weights.
-    With piece vectors of a WordPiece model (float vectors), unknown words get their pieces' vectors, as in
-    the sentence-transformers export; otherwise they add nothing."""
+    """A model2vec ``StaticModel`` folder (``card``: its README.md, in place of model2vec's generic one).
+    With piece vectors of a WordPiece model, unknown words get their pieces' vectors, as in the
+    sentence-transformers export; otherwise they add nothing. int8 (one scale per vector) is stored as the
+    whole token table, words and pieces, in int8 with one scale per token as model2vec's weights."""
     if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
         raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
-    weights = None if q.scale is None else np.append(q.scale[:, 0], 0.0).astype(np.float32)
-    model = static_model(words, q.values, lowercase, pieces if q.scale is None else None, base_model, weights)
+    if q.scale is None:
+        model = static_model(words, q.values, lowercase, pieces, base_model)
+    else:
+        tokenizer, rows = token_table(words, q.dequantize(), lowercase, pieces)
+        table = quantize(rows, DType.INT8, Scale.VECTOR)
+        assert table.scale is not None  # int8 always has its scales
+        StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
+        weights = table.scale[:, 0] * np.any(rows, axis=1)  # [UNK] and letters never seen weigh nothing
+        model = StaticModel(table.values, tokenizer, normalize=False, base_model_name=base_model,
+                            weights=weights.astype(np.float32), max_length=None)  # fmt: skip
     with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)
         _finish(tmp, info, card)

@@ -515,3 +515,24 @@ def test_an_export_has_rows_for_the_pieces_seen_and_every_letter_only(wordpiece_
     assert set(seen) | set(letters) <= set(kept) and not set(longer[3:]) & set(kept)
     assert len(rows) == len(kept) == 1 + len(seen) + len(set(letters) - set(seen)) + 1  # the word, pieces, [UNK]
     assert all(np.any(rows[kept[t]]) for t in seen)
+
+
+def test_a_reduced_export_keeps_the_sentence_weights_it_bakes_in(pieces_run, tmp_path):
+    from distill.rundir import RunDir
+    from distill.serve.weighting import sif_weights
+
+    ((path, _),) = export_run(pieces_run, pooling="mean", formats=[Format.NPY], out=tmp_path / "d4", dims=4)
+    small = read_npy(path)
+    counts = RunDir(pieces_run).counts(small.index_to_key)
+    # reduced first, then unit and SIF-weighted: centring weighted vectors would have undone the weights
+    np.testing.assert_allclose(np.linalg.norm(small.vectors, axis=1), sif_weights(counts), rtol=1e-4)
+
+
+@pytest.mark.parametrize("smaller", [{"dtype": "int8"}, {"dims": 4}], ids=["int8", "dims"])
+def test_a_smaller_model2vec_export_keeps_the_piece_fallback(pieces_run, tmp_path, smaller):
+    from model2vec import StaticModel
+
+    ((path, _),) = export_run(pieces_run, pooling="mean", formats=[Format.MODEL2VEC], out=tmp_path / "m",
+                              weighting="none", **smaller)  # fmt: skip
+    oov, known = StaticModel.from_pretrained(str(path)).encode(["kingqqq", "king"])
+    assert np.any(oov) and oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-5)
