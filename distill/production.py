@@ -83,9 +83,18 @@ def model_card(
     return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
 
 
-def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Path], list[str]]:
+def build_model(
+    result: Any,
+    tune_epochs: int,
+    progress: bool,
+    dtype: str = "float32",
+    dims: int | None = None,
+    top_words: int | None = None,
+) -> tuple[list[Path], list[str]]:
     """Tune (if ``tune_epochs``) and keep the tuned set only where it helps (a higher STS mean on the dev years,
-    2012-2014); export both folders, score them, write the card; returns the folders and a summary."""
+    2012-2014); export both folders (made smaller as ``dtype``, ``dims`` and ``top_words`` ask: the
+    sentence-transformers folder stays float32), score them, write the card; returns the folders and a
+    summary."""
     from distill.tune.options import TuneOptions
     from distill.tune.train import tune_run
 
@@ -99,7 +108,8 @@ def build_model(result: Any, tune_epochs: int, progress: bool) -> tuple[list[Pat
     exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
     folders = []
     for fmt, name in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
-        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name)
+        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name, dtype=dtype,
+                                   dims=dims, top_words=top_words)  # fmt: skip
         folders.append(path)
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
     scores += [score for name, score in candidates.items() if name != exported]

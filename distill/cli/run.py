@@ -10,7 +10,7 @@ import typer
 
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import DEFAULT_MODEL, DType, Oov, Pooling
+from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
 from distill.derive import DerivePooling
 from distill.serve.compress import Scale
 from distill.tune.options import TuneOptions
@@ -247,6 +247,11 @@ def model(
     ] = None,
     teacher_model: Annotated[str, typer.Option("--model", help="The teacher, as for distill run.")] = DEFAULT_MODEL,
     tune_epochs: Annotated[int, typer.Option(min=0, help="Tuning epochs at most (0: no tuning).")] = 30,
+    dtype: Annotated[
+        str, typer.Option(help="Numbers the model2vec folder stores: float32, float16 or int8 (a scale per token).")
+    ] = DType.FLOAT32.value,
+    dims: Annotated[Optional[int], typer.Option(min=1, help="PCA of the vocabulary to this many dimensions.")] = None,
+    top_words: Annotated[Optional[int], typer.Option(min=1, help="Keep only the N most frequent words.")] = None,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -258,9 +263,10 @@ def model(
 
     setup_logging(verbose, progress)
     with user_errors():
+        check_dtype(dtype, EXPORT_DTYPES, "--dtype")  # before minutes of distillation, not after
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
                              best=True, teacher=True, model_words=True, split_sentences=True,
                              progress=progress)  # fmt: skip
-        folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress)
+        folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress, dtype, dims, top_words)
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

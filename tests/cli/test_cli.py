@@ -184,3 +184,9 @@ def test_help_names_values_as_command_line_tools_do():
     for typer_spelling in ("<list[str]>", "<bool>", "<str>", "<int", "{vectors}"):
         assert typer_spelling not in done.stdout
     assert "<bool>" not in _cli("--help").stdout and "<list[str]>" not in _cli("run", "--help").stdout
+
+
+def test_model_refuses_a_dtype_it_cannot_export_before_distilling(tmp_path):
+    done = _cli("model", "--dtype", "bfloat16", "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"))
+    assert done.returncode == 2 and _error_line(done).startswith("error: --dtype bfloat16 is not available")
+    assert not (tmp_path / "m").exists()
