@@ -74,13 +74,21 @@ class Pca:
         return ((x - self.mean) @ self.components.T).astype(np.float32)
 
 
-def fit_pca(vectors: np.ndarray, dims: int) -> Pca:
-    """PCA of the vocabulary (centred) to ``dims`` dimensions, by scikit-learn's full SVD (deterministic)."""
+def fit_pca(vectors: np.ndarray, dims: int, center: bool = True) -> Pca:
+    """PCA of the vocabulary to ``dims`` dimensions: centred by scikit-learn's full SVD (deterministic), or
+    without centring (the top eigenvectors of XᵀX), which keeps a table's mean direction, as a table tuned
+    for sentence means needs."""
     from sklearn.decomposition import PCA
 
     n, d = vectors.shape
     if not 1 <= dims <= min(n, d):
         raise ConfigError(f"--dims must be between 1 and {min(n, d)} (words x dimensions), not {dims}")
+    if not center:
+        x = np.asarray(vectors, dtype=np.float64)
+        values, vecs = np.linalg.eigh(x.T @ x)
+        top = np.argsort(values)[::-1][:dims]
+        share = float(values[top].sum() / max(values.sum(), 1e-30))
+        return Pca(np.zeros(d, dtype=np.float32), vecs[:, top].T.astype(np.float32), share)
     pca = PCA(n_components=dims, svd_solver="full").fit(vectors)
     return Pca(
         pca.mean_.astype(np.float32), pca.components_.astype(np.float32), float(pca.explained_variance_ratio_.sum())

@@ -93,8 +93,8 @@ def export_run(
     dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     pca = None
-    if dims is not None:  # of the vectors as distilled, then the recipe: centring would undo the weights baked in
-        pca = fit_pca(kv.vectors, dims)
+    if dims is not None:  # of the vectors as distilled, then the recipe: centring would undo the weights baked in;
+        pca = fit_pca(kv.vectors, dims, center=recipe.unit)  # a set tuned for sentences (no recipe) keeps its mean
         prepared = apply_recipe(pca.transform(kv.vectors), counts, recipe, words_per_line(manifest))
     words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None

@@ -536,3 +536,13 @@ def test_a_smaller_model2vec_export_keeps_the_piece_fallback(pieces_run, tmp_pat
                               weighting="none", **smaller)  # fmt: skip
     oov, known = StaticModel.from_pretrained(str(path)).encode(["kingqqq", "king"])
     assert np.any(oov) and oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_an_uncentred_reduction_is_the_top_right_singular_vectors(rng):
+    x = (rng.standard_normal((200, 6)) + 3.0).astype(np.float32)  # a large common direction
+    pca = fit_pca(x, 2, center=False)
+    _, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)
+    for got, want in zip(pca.components, vt[:2]):
+        assert abs(float(got @ want)) == pytest.approx(1.0, abs=1e-5)  # the same direction, up to sign
+    np.testing.assert_allclose(pca.transform(x), x @ pca.components.T, rtol=1e-5)  # nothing subtracted
+    assert fit_pca(x, 2).mean.any() and 0.9 < pca.explained_variance_ratio <= 1.0
