@@ -122,17 +122,16 @@ def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path
 
 
 def static_model(
-    words: Sequence[str],
-    values: np.ndarray,
-    lowercase: bool,
-    pieces: Any = None,
-    base_model: str | None = None,
-    weights: np.ndarray | None = None,
+    words: Sequence[str], values: np.ndarray, lowercase: bool, pieces: Any = None, base_model: str | None = None
 ) -> Any:
-    """The model2vec ``StaticModel`` of ``values`` (float or int8 with per-token ``weights``) over
-    :func:`token_table`'s tokenizer: what the model2vec export saves."""
+    """The model2vec ``StaticModel`` of float ``values`` over :func:`token_table`'s tokenizer: what the
+    model2vec export saves."""
+    return _static_model(*token_table(words, values, lowercase, pieces), base_model)
+
+
+def _static_model(tokenizer: Any, rows: np.ndarray, base_model: str | None, weights: np.ndarray | None = None) -> Any:
+    """model2vec's ``StaticModel`` of a token table (float, or int8 with per-token ``weights``)."""
     StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
-    tokenizer, rows = token_table(words, values, lowercase, pieces)
     return StaticModel(rows, tokenizer, normalize=False, base_model_name=base_model, weights=weights, max_length=None)
 
 
@@ -171,10 +170,8 @@ def write_model2vec(
         tokenizer, rows = token_table(words, q.dequantize(), lowercase, pieces)
         table = quantize(rows, DType.INT8, Scale.VECTOR)
         assert table.scale is not None  # int8 always has its scales
-        StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
         weights = table.scale[:, 0] * np.any(rows, axis=1)  # [UNK] and letters never seen weigh nothing
-        model = StaticModel(table.values, tokenizer, normalize=False, base_model_name=base_model,
-                            weights=weights.astype(np.float32), max_length=None)  # fmt: skip
+        model = _static_model(tokenizer, table.values, base_model, weights.astype(np.float32))
     with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)
         _finish(tmp, info, card)
