@@ -114,15 +114,16 @@ def build_model(
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
     scores += [score for name, score in candidates.items() if name != exported]
     words = {name: word_scores(run, name) for name in candidates}
+    manifest = run.manifest()
     for folder, fmt in zip(folders, (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS)):
         model_id = f"{run.path.name}-{folder.name}"  # the run folder's name and the format's
-        write_text(model_card(run.manifest(), exported, scores, words, fmt, model_id), folder / "README.md")
+        write_text(model_card(manifest, exported, scores, words, fmt, model_id), folder / "README.md")
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
                     "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean(), "mteb": s.mteb(),
                              "mteb_mean": s.mteb_mean(), "sts13_16_mean": s.mean_13_16()} for s in scores]},
                    folder / "scores.json")  # fmt: skip
         list_folder(folder)
-    held = "2015-16, seen in tuning" if saw_sts(run.manifest()) else "held out"
+    held = "2015-16, seen in tuning" if saw_sts(manifest) else "held out"
     summary = [
         f"{s.label}: STS MTEB 12-16 {s.mteb_mean():.1f}, 13-16 {s.mean_13_16():.1f}; all pairs {s.mean():.1f} "
         f"(dev {s.mean(DEV_YEARS):.1f}, {held} {s.mean(HELD_OUT_YEARS):.1f}), "

@@ -18,8 +18,8 @@ class LogProgress:
         self, total: int | None, desc: str, unit: str, initial: int = 0, every: float = LOG_EVERY,
         file: TextIO | None = None,
     ) -> None:  # fmt: skip
-        self.total, self.desc, self.unit, self.n, self.every = total, desc, unit.strip(), initial, every
-        self.initial = initial
+        self.total, self.desc, self.unit, self.every = total, desc, unit.strip(), every
+        self.n = self.initial = initial
         self.file = file
         self.postfix = ""
         self.start = self.last = time.monotonic()

@@ -33,9 +33,9 @@ def evaluation_options(
     from distill.evaluation.report import EvalOptions
 
     if benchmarks == "all":
-        names = tuple(n for n in REGISTRY if available(n))
-        _say_missing([n for n in REGISTRY if n not in names] + ([] if wants_sentences(benchmarks) else [SENTENCES]))
-        if not names and not wants_sentences(benchmarks):
+        names, sts = tuple(n for n in REGISTRY if available(n)), wants_sentences(benchmarks)
+        _say_missing([n for n in REGISTRY if n not in names] + ([] if sts else [SENTENCES]))
+        if not names and not sts:
             raise ConfigError("no benchmark file found: set DISTILL_DATA to a folder that holds them")
     else:
         names = tuple(b.strip() for b in benchmarks.split(",") if b.strip() != SENTENCES)

@@ -60,10 +60,13 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
         labels, values, hatches, notes = [], [], [], []
         for row in rows:
             s = row.get(bench, section, oov)
-            scored = s is not None and not math.isnan(s.score)
             labels.append(row.label)
-            values.append(s.score if s is not None and scored else 0.0)
-            notes.append(f"{s.score:.2f} (n={s.n_covered:,})" if s is not None and scored else "none scored")
+            if s is not None and not math.isnan(s.score):
+                values.append(s.score)
+                notes.append(f"{s.score:.2f} (n={s.n_covered:,})")
+            else:
+                values.append(0.0)
+                notes.append("none scored")
             hatches.append("//" if row.baseline else "")
         bars = ax.barh(range(len(rows)), values, color=["#bbbbbb" if h else "#3b75af" for h in hatches])
         for bar, hatch, note in zip(bars, hatches, notes):
