@@ -142,11 +142,21 @@ def _about(manifest: dict[str, Any], set_name: str, teacher: str | None) -> list
         "no transformer at inference.",
         "",
         f"- teacher: {name} ({model['n_layers']} layers, {model['hidden_size']} dimensions)",
-        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words)",
+        f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} "
+        + ("sentences)" if manifest["config"].get("split_sentences") else "lines)"),
         f"- vocabulary: {manifest['vocabulary']['size']:,} words "
         f"({'lowercased' if manifest['vocabulary']['lowercase'] else 'cased'})",
-        f"- vector set: `{set_name}`",
+        f"- vector set: `{set_name}`" + _tuning(manifest.get("derived", {}).get(set_name, {})),
     ]
+
+
+def _tuning(derived: dict[str, Any]) -> str:
+    """How a set tuned toward the teacher was made ("" for any other set)."""
+    if not derived.get("tuned_from"):
+        return ""
+    return (f", tuned from `{derived['tuned_from']}` toward the teacher's sentence embeddings of "
+            f"{derived['sentences']:,} corpus sentences (best epoch {derived['best_epoch']}, "
+            f"{derived['options'].get('blend', 1):g} of the change kept)")  # fmt: skip
 
 
 def _usage(library: str, model_id: str) -> list[str]:
