@@ -88,6 +88,11 @@ def set_of_file(file_name: str) -> str | None:
     return file_name.removesuffix(".bin") if file_name.endswith(".bin") else None
 
 
+def store_file(layer: int) -> str:
+    """One layer's matrix in the occurrence store's folder of the work folder."""
+    return f"layer{int(layer)}.npy"
+
+
 def pieces_name(layer: int) -> str:
     """The piece vectors of one layer (``--pieces``)."""
     return f"layer{int(layer)}.pieces.npz"

@@ -26,6 +26,7 @@ from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
 from distill.encoding.workers import default_workers
+from distill.names import store_file
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
 from distill.workdir import WorkDir
 
@@ -84,7 +85,8 @@ class _Checkpoints:
 def _open_store(
     encoder: Encoder, plan: SamplePlan, layers: tuple[int, ...], config: RunConfig, work: WorkDir, reopen: bool
 ) -> OccurrenceStore:
-    dtype = store_dtype(config.store_dtype.value, plan.n_rows, encoder.hidden_size, len(layers))
+    saved = work.occurrences / store_file(layers[0]) if reopen else None
+    dtype = store_dtype(config.store_dtype.value, plan.n_rows, encoder.hidden_size, len(layers), saved)
     on_gpu = encoder.device.type == "cuda" and config.engine is Engine.LOCAL
     if config.store is StoreKind.DEVICE or (config.store is StoreKind.AUTO and on_gpu):
         return DeviceStore(work.occurrences, layers, plan.n_rows, encoder.hidden_size, dtype,

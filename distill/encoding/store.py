@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from distill.errors import OutputError
+from distill.names import store_file
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +52,16 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def store_dtype(choice: str, n_rows: int, dim: int, n_layers: int) -> np.dtype:
-    """float32 or float16 for ``choice`` (auto: float16 when float32 would not fit in half the memory)."""
+def store_dtype(choice: str, n_rows: int, dim: int, n_layers: int, saved: Path | None = None) -> np.dtype:
+    """float32 or float16 for ``choice`` (auto: float16 when float32 would not fit in half the memory).
+
+    With ``auto`` and the ``saved`` store file of a checkpoint, the dtype that file holds: a resumed run
+    keeps its store whatever memory the machine has free now."""
+    if choice == "auto" and saved is not None:
+        try:
+            return np.load(saved, mmap_mode="r").dtype
+        except (OSError, ValueError):  # missing or damaged: the store's own check says so
+            pass
     if choice == "auto":
         choice = "float32" if n_rows * dim * 4 * n_layers < available_memory() // 2 else "float16"
     return np.dtype(choice)
@@ -140,7 +149,7 @@ class OccurrenceStore:
 
     def _path(self, layer: int) -> Path:
         """The file of ``layer``'s matrix in the store's folder."""
-        return self.directory / f"layer{layer}.npy"  # type: ignore[operator]
+        return self.directory / store_file(layer)  # type: ignore[operator]
 
     def _allocate(self, shape: tuple[int, int, int]) -> None:
         """The in-memory matrices, (n_layers, n_rows + 1, dim)."""

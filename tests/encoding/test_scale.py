@@ -15,7 +15,7 @@ import pytest
 import distill
 from distill.config import RunConfig
 from distill.corpus import WORD_RE, build_vocabulary, count_words, expand_corpus, iter_lines
-from distill.encoding.store import OccurrenceStore, store_in_memory
+from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
 from distill.errors import ConfigError, OutputError
 from distill.names import WORK_DIR
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample, shuffle_stream
@@ -145,6 +145,16 @@ def test_in_memory_store_reaches_its_files_only_at_a_flush(tmp_path, rng):
     for i, layer in enumerate((0, 3)):
         np.testing.assert_array_equal(again.layer(layer)[again.position[[4, 1]]], x[i])
         assert not again.layer(layer)[2:].any()
+
+
+def test_a_resumed_auto_store_keeps_the_dtype_of_its_files(tmp_path, monkeypatch):
+    # auto chooses by the memory free now; a resumed run must keep what its files hold, or it cannot go on
+    OccurrenceStore(tmp_path, (3,), 5, 4, np.float32)
+    monkeypatch.setattr("distill.encoding.store.available_memory", lambda: 10)
+    assert store_dtype("auto", 5, 4, 1) == np.float16
+    assert store_dtype("auto", 5, 4, 1, saved=tmp_path / "layer3.npy") == np.float32
+    assert store_dtype("float16", 5, 4, 1, saved=tmp_path / "layer3.npy") == np.float16
+    assert store_dtype("auto", 5, 4, 1, saved=tmp_path / "missing.npy") == np.float16
 
 
 def test_store_location_choice():
