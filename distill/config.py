@@ -469,6 +469,25 @@ class RunConfig:
         data["pooling"] = tuple(data.get("pooling", ("pc",)))
         return cls(**data)
 
+    def for_model(self, positions: int | None, elmo: bool) -> RunConfig:
+        """The options checked against the model (``positions``: the tokens it reads; ``elmo``: it reads
+        characters), with the piece vectors' default resolved: on, where a run can make them."""
+        if self.max_length is not None and positions and self.max_length > positions:
+            raise ConfigError(
+                f"--max-length {self.max_length} is more than this model reads: at most {positions} tokens"
+            )
+        window = self.max_length or min(512, positions or 256)
+        if self.stride >= window // 2:
+            raise ConfigError(
+                f"--stride {self.stride} must be under half the window of {window} tokens; lower it "
+                "or raise --max-length"
+            )
+        if elmo and self.pieces:
+            raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
+        if self.pieces is not None:
+            return self
+        return dataclasses.replace(self, pieces=not elmo and self.engine is Engine.LOCAL)
+
     def without(self, *effects: Effect) -> dict[str, Any]:
         """The JSON options, leaving out those whose change has one of ``effects``."""
         dropped = {f.name for f in dataclasses.fields(self) if f.metadata.get("effect") in effects}

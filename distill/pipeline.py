@@ -11,15 +11,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
-import platform
-import shutil
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +22,17 @@ import numpy as np
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import Engine, Pooling, RunConfig, best_layers, token_budget
+from distill.config import Pooling, RunConfig, token_budget
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
-from distill.derive import DerivePooling, Recipe, derived_vectors, zero_counts
-from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
+from distill.derive import derived_vectors, zero_counts
+from distill.encoders import Encoder
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
 from distill.encoding.driver import EncodePass, encode_pass, store_kind
-from distill.errors import ConfigError, require
-from distill.files import check_writable
+from distill.errors import ConfigError
 from distill.names import VOCAB, set_files, set_name
 from distill.occurrences import SamplePlan, plan_sample
-from distill.paths import default_corpus, default_gguf, default_out, resolve_model
+from distill.plan import Plan, load_model, package_versions, plan_run
 from distill.progress import track
 from distill.reduction import reduce_words
 from distill.rundir import RunDir, listed_files, load, write_vocab
@@ -46,16 +40,9 @@ from distill.serve.alone import AloneFallback
 from distill.serve.pieces import PieceSums
 from distill.tune.teacher import TeacherTargets, teacher_pooling
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
-from distill.vectors.postprocess import Combine
-from distill.workdir import WorkDir, fingerprint
+from distill.workdir import WorkDir, open_run
 
 logger = logging.getLogger(__name__)
-
-_PACKAGES = ("distill", "torch", "transformers", "tokenizers", "numpy", "gensim", "faiss-cpu", "scikit-learn")
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a run; the message says whether the same command goes on from a checkpoint."""
 
 
 @dataclass
@@ -87,31 +74,6 @@ class Timings(dict[str, float]):
             self[name] = time.perf_counter() - t0
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What the options resolve to, checked before anything is written or loaded."""
-
-    config: RunConfig
-    source: str  # hub id or local folder
-    out: Path
-    corpus: tuple[str, ...]
-    gguf_file: str | None
-    model_config: Any
-    layers: tuple[int, ...]  # layers encoded: those asked for and those the recommended set needs
-    sets: tuple[tuple[int, Pooling], ...]  # (layer, pooling) sets written
-    best: Recipe | None  # the recommended set, derived from the vectors in memory
-
-    @property
-    def reduced(self) -> tuple[tuple[int, Pooling], ...]:
-        """Every (layer, pooling) reduced: the sets written, then those only the recommended set needs."""
-        extra = [(layer, Pooling.MEAN) for layer in self._best_layers() if (layer, Pooling.MEAN) not in self.sets]
-        return self.sets + tuple(extra)
-
-    def _best_layers(self) -> tuple[int, ...]:
-        n_layers = int(self.model_config.num_hidden_layers)
-        return best_layers(n_layers).resolve(n_layers) if self.best is not None else ()
-
-
 @dataclass
 class Manifest:
     """``manifest.json``: what was run, on what, with which options, what came out. Written last."""
@@ -141,107 +103,9 @@ class Manifest:
         return data
 
 
-def package_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-def check_window(config: RunConfig, model_config: Any) -> None:
-    """``--max-length`` within the model's positions, ``--stride`` under half the window."""
-    positions = getattr(model_config, "max_position_embeddings", None)
-    if config.max_length is not None and positions and config.max_length > positions:
-        raise ConfigError(f"--max-length {config.max_length} is more than this model reads: at most {positions} tokens")
-    window = config.max_length or min(512, positions or 256)
-    if config.stride >= window // 2:
-        raise ConfigError(
-            f"--stride {config.stride} must be under half the window of {window} tokens; lower it or raise --max-length"
-        )
-
-
-def plan_run(config: RunConfig) -> Plan:
-    """Resolve and check everything that can be checked without loading weights or reading the corpus."""
-    source = resolve_model(config.model)
-    if os.path.exists(source):  # a local folder is recorded whole: the run can be queried from anywhere
-        source = os.path.abspath(source)
-    corpus = config.corpus or (str(default_corpus()),)
-    if not config.corpus and not Path(corpus[0]).is_file():
-        raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
-    elmo = is_elmo(source)
-    if elmo:
-        require("h5py", "elmo", "reading ELMo's weights")
-        if config.pieces:
-            raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
-    if config.pieces is None:  # piece vectors by default, where a run can make them
-        config = dataclasses.replace(config, pieces=not elmo and config.engine is Engine.LOCAL)
-    gguf_file = config.gguf_file or default_gguf(config.model)
-    if gguf_file is not None:
-        require("gguf", "gguf", "loading GGUF weights")
-        require("accelerate", "gguf", "loading GGUF weights")
-    model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
-    check_window(config, model_config)
-    n_layers = int(model_config.num_hidden_layers)
-    asked = config.layers.resolve(n_layers)
-    sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
-    best = None
-    layers = asked
-    if config.best:
-        top = best_layers(n_layers)
-        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words)
-        layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
-    if config.teacher:  # the teacher's sentence embedding pools the last layer
-        layers = tuple(sorted(set(layers) | {n_layers}))
-    out = Path(config.out) if config.out else default_out(config.model, corpus)
-    return Plan(config, source, out, corpus, gguf_file, model_config, layers, sets, best)
-
-
-def _remove_if_empty(folder: Path) -> None:
-    """A folder this run made and left empty (bad input found while reading) is not left behind."""
-    with contextlib.suppress(OSError):
-        folder.rmdir()
-
-
-def _streamed(corpus: str) -> bool:
-    """Whether a corpus input can be read only once: stdin (``-``), a FIFO, a character device."""
-    return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
-
-
-def _spool(corpus: tuple[str, ...], work: WorkDir) -> tuple[str, ...]:
-    """The corpus is read twice (count, then encode): inputs that can be read only once are copied into the
-    work folder first, each once."""
-    spooled = []
-    for i, path in enumerate(corpus):
-        if not _streamed(path):
-            spooled.append(path)
-            continue
-        copy = work.input_copy(i, stdin=path == "-")
-        with open(copy, "wb") as handle:
-            if path == "-":
-                shutil.copyfileobj(sys.stdin.buffer, handle)
-            else:
-                with open(path, "rb") as source:
-                    shutil.copyfileobj(source, handle)
-        spooled.append(str(copy))
-    return tuple(spooled)
-
-
 def _lines(plan: Plan, desc: str | None, stats: CorpusStats | None) -> Any:
     lines = iter_lines(plan.corpus, plan.config.encoding_errors, stats, plan.config.split_sentences, listed_files)
     return lines if desc is None else track(lines, desc, "lines", disable=not plan.config.progress)
-
-
-def load_model(plan: Plan) -> Encoder:
-    config = plan.config
-    encoder = load_encoder(config.model, plan.source, plan.layers, device=config.device, dtype=config.dtype.value,
-                           max_length=config.max_length, revision=config.revision, gguf_file=plan.gguf_file,
-                           config=plan.model_config)  # fmt: skip
-    logger.info("model %s: %d layers, hidden %d, %s on %s", plan.source, encoder.n_layers, encoder.hidden_size,
-                str(encoder.dtype).removeprefix("torch."), encoder.device)  # fmt: skip
-    return encoder
 
 
 def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -> tuple[Vocabulary, CorpusStats]:
@@ -357,7 +221,7 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
         return reader.matrix(words)
 
     words, x, layers, added = derived_vectors(
-        best, int(plan.model_config.num_hidden_layers), lambda layer, pooling: vectors[set_name(layer, pooling)],
+        best, plan.n_layers, lambda layer, pooling: vectors[set_name(layer, pooling)],
         read_alone,
     )  # fmt: skip
     name = best.name(layers)
@@ -472,30 +336,15 @@ def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
     started, timings = time.perf_counter(), Timings()
     plan = plan_run(config)
-    created = not plan.out.exists()
-    out = check_writable(plan.out)
-    resumable = config.resume and not any(map(_streamed, plan.corpus))  # stdin or a FIFO cannot be read again
-    run = RunDir(out)
-    lock = run.claim()  # held until the run ends: one run writes here at a time
-    try:
-        work = WorkDir(out)
-        # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
-        reused = work.open(
-            fingerprint(config, plan.corpus, package_versions().get("distill", "dev")) if resumable else None
-        )
-    except BaseException:
-        lock.release()
-        raise
-    config = plan.config  # with its defaults resolved
-    finished = failed = False
-    try:
-        run.clear_previous()  # under the lock: a finished folder never mixes two runs
-        plan = dataclasses.replace(plan, corpus=_spool(plan.corpus, work))
+    # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
+    with open_run(plan.out, config, plan.corpus, package_versions().get("distill", "dev")) as opened:
+        plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus)
+        config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
             encoder = load_model(plan)
         lowercase = encoder.uncased if config.lowercase is None else config.lowercase
         with timings("vocabulary"):
-            vocab, stats = count_vocabulary(plan, lowercase, work, reused)
+            vocab, stats = count_vocabulary(plan, lowercase, work, opened.reused)
             sample = plan_sample(
                 vocab.counts, config.max_occurrences, config.seed, draw=config.sampling.value == "uniform"
             )
@@ -504,7 +353,7 @@ def run_pipeline(config: RunConfig) -> RunResult:
         pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
         teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None
         encoded = encode_pass(encoder, _lines(plan, None, None), vocab, sample, plan.layers, config, work,
-                              resume=reused, corpus_lines=stats.lines,
+                              resume=opened.reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip
         encoded.store.close()
         check_unknown(encoded.encode, plan.source)
@@ -513,9 +362,9 @@ def run_pipeline(config: RunConfig) -> RunResult:
             reduced = reduce_and_write(plan, encoder, encoded, vocab, sample)
             best = write_best(plan, encoder, reduced) if plan.best is not None else None
             if pieces is not None:
-                reduced.files += [p.name for p in pieces.write(out)]
+                reduced.files += [p.name for p in pieces.write(plan.out)]
             if teacher is not None:
-                reduced.files.append(teacher.write(out).name)
+                reduced.files.append(teacher.write(plan.out).name)
         manifest = build_manifest(plan, encoder, vocab, stats, sample, encoded, reduced, lowercase)
         if config.analyze:
             with timings("analysis"):
@@ -525,21 +374,9 @@ def run_pipeline(config: RunConfig) -> RunResult:
         manifest.timings_seconds = {k: round(v, 3) for k, v in timings.items()}
         if best is not None:
             manifest.best, manifest.derived = best[0], {best[0]: best[1]}
-        run.write_manifest(manifest.to_json())
-        finished = True
-        return RunResult(out=out, vectors=reduced.vectors, manifest=manifest.to_json())
-    except ConfigError:
-        finished = True  # bad input: nothing worth resuming
-        failed = True
-        raise
-    except KeyboardInterrupt as err:
-        how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
-        raise RunInterrupted(f"interrupted; {how if resumable else 'stdin cannot be read again'}") from err
-    finally:
-        work.close(remove=finished or not resumable)
-        lock.release()
-        if created and failed:
-            _remove_if_empty(out)
+        RunDir(plan.out).write_manifest(manifest.to_json())
+        opened.finished = True
+        return RunResult(out=plan.out, vectors=reduced.vectors, manifest=manifest.to_json())
 
 
 def summary(result: RunResult) -> str:

@@ -12,11 +12,15 @@ starts afresh. The folder is removed when the run succeeds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
+import sys
 import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import member, sha256_file, write_json
+from distill.files import check_writable, member, sha256_file, write_json
 from distill.names import (
     CHECKPOINT,
     CHECKPOINT_PART,
@@ -38,24 +42,79 @@ from distill.names import (
     WORK_DIR,
     input_copy,
 )
-from distill.rundir import listed_files
+from distill.rundir import RunDir, listed_files
 
 logger = logging.getLogger(__name__)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; the message says whether the same command goes on from a checkpoint."""
+
+
 def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
     """What must be unchanged for a checkpoint to be reused."""
-    # a run killed on the local engine can go on with Ray and the other way round: options that change
-    # only how a run is watched, saved or spread do not count
-    options = config.without(Effect.NONE)
+    model = model_contents(config.model, config.gguf_file)
     # contents, not modification times: a corpus copied or unpacked afresh (same bytes, new times) keeps
     # its checkpoint; hashing reads the corpus once more, far less than the counting pass that follows
     files = [
         {"path": os.path.abspath(path), "size": os.path.getsize(path), "sha256": sha256_file(path)}
         for path in expand_corpus(corpus, listed_files)
     ]
-    return {"options": options, "corpus": files, "model": model_contents(config.model, config.gguf_file),
-            "distill": version}  # fmt: skip
+    # a run killed on the local engine can go on with Ray and the other way round: options that change
+    # only how a run is watched, saved or spread do not count
+    return {"options": config.without(Effect.NONE), "corpus": files, "model": model, "distill": version}
+
+
+def streamed(corpus: str) -> bool:
+    """Whether a corpus input can be read only once: stdin (``-``), a FIFO, a character device."""
+    return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
+
+
+@dataclass
+class OpenRun:
+    """A run folder claimed for one run: its work folder, whether a checkpoint there is reused, the corpus
+    to read (inputs that can be read only once copied in), and whether the run ``finished``."""
+
+    out: Path
+    work: WorkDir
+    reused: bool
+    corpus: tuple[str, ...]
+    finished: bool = False
+
+
+@contextlib.contextmanager
+def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str) -> Iterator[OpenRun]:
+    """Claim ``out`` for one run (its lock, held to the end), open its work folder (reused when the
+    fingerprint of ``config`` as given, ``corpus`` and distill's ``version`` is unchanged), clear the previous
+    run's files. On leaving: the work folder goes once the run finished (or could never resume), a folder
+    made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
+    created = not out.exists()
+    run = RunDir(check_writable(out))
+    resumable = config.resume and not any(map(streamed, corpus))  # stdin or a FIFO cannot be read again
+    lock = run.claim()
+    try:
+        work = WorkDir(run.path)
+        reused = work.open(fingerprint(config, corpus, version) if resumable else None)
+    except BaseException:
+        lock.release()
+        raise
+    opened, failed = OpenRun(run.path, work, reused, corpus), False
+    try:
+        run.clear_previous()  # under the lock: a finished folder never mixes two runs
+        opened.corpus = work.spool(corpus)
+        yield opened
+    except ConfigError:
+        opened.finished = failed = True  # bad input: nothing worth resuming
+        raise
+    except KeyboardInterrupt as err:
+        how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
+        raise RunInterrupted(f"interrupted; {how if resumable else 'stdin cannot be read again'}") from err
+    finally:
+        work.close(remove=opened.finished or not resumable)
+        lock.release()
+        if created and failed:
+            with contextlib.suppress(OSError):  # a folder this run made and left empty is not left behind
+                run.path.rmdir()
 
 
 def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, Any]]:
@@ -90,9 +149,23 @@ class WorkDir:
         """The Ray engine's chunk files."""
         return self.path / CHUNKS_DIR
 
-    def input_copy(self, index: int, stdin: bool) -> Path:
-        """Where corpus input ``index``, which can be read only once (stdin, a FIFO), is copied."""
-        return self.path / (STDIN_COPY if stdin else input_copy(index))
+    def spool(self, corpus: tuple[str, ...]) -> tuple[str, ...]:
+        """The corpus is read twice (count, then encode): inputs that can be read only once are copied into
+        the work folder first, each once."""
+        spooled = []
+        for i, path in enumerate(corpus):
+            if not streamed(path):
+                spooled.append(path)
+                continue
+            copy = self.path / (STDIN_COPY if path == "-" else input_copy(i))
+            with open(copy, "wb") as handle:
+                if path == "-":
+                    shutil.copyfileobj(sys.stdin.buffer, handle)
+                else:
+                    with open(path, "rb") as source:
+                        shutil.copyfileobj(source, handle)
+            spooled.append(str(copy))
+        return tuple(spooled)
 
     def open(self, print_: dict[str, Any] | None) -> bool:
         """Reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
