@@ -15,7 +15,7 @@ import numpy as np
 
 from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.files import atomic_path, bare_name, is_bare_name, member, write_json
+from distill.files import atomic_path, bare_name, check_writable, is_bare_name, member, write_json
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
 from distill.names import LOCK_FILE, MANIFEST, VOCAB, is_pieces_file, is_temporary, layer_file, set_name, set_of_file
@@ -100,7 +100,8 @@ class RunDir:
     def claim(self) -> FolderLock:
         """Take the run's lock for a whole distillation, without waiting: a second run writing here at once is
         refused, and commands that change the manifest (:meth:`update_manifest`) wait for the run. The caller
-        releases it."""
+        releases it. The folder is made first, and proved writable."""
+        check_writable(self.path)
         lock = self._lock()
         if not lock.acquire(wait=False):
             raise ConfigError(f"another distill run is writing to {self.path}; wait for it or give another --out")

@@ -29,7 +29,7 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import check_writable, member, sha256_file, write_json
+from distill.files import member, sha256_file, write_json
 from distill.names import (
     CHECKPOINT,
     CHECKPOINT_PART,
@@ -88,13 +88,14 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
     fingerprint of ``config`` as given, ``corpus`` and distill's ``version`` is unchanged), clear the previous
     run's files. On leaving: the work folder goes once the run finished (or could never resume), a folder
     made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
-    created = not out.exists()
-    run = RunDir(check_writable(out))
     resumable = config.resume and not any(map(streamed, corpus))  # stdin or a FIFO cannot be read again
+    print_ = fingerprint(config, corpus, version) if resumable else None
+    created = not out.exists()
+    run = RunDir(out)
     lock = run.claim()
     try:
         work = WorkDir(run.path)
-        reused = work.open(fingerprint(config, corpus, version) if resumable else None)
+        reused = work.open(print_)
     except BaseException:
         lock.release()
         raise

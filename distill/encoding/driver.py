@@ -26,6 +26,7 @@ from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
 from distill.encoding.workers import default_workers
+from distill.errors import ConfigError
 from distill.names import store_file
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
 from distill.workdir import WorkDir
@@ -141,6 +142,19 @@ def _run_engine(
     )
 
 
+#: Share of occurrences that may be only the tokenizer's unknown piece before a run is refused.
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_unknown(encode: EncodeStats, source: str) -> None:
+    """Refuse vectors that would come from the unknown token's states rather than the words."""
+    if encode.occurrences and encode.unknown > MAX_UNKNOWN_SHARE * encode.occurrences:
+        raise ConfigError(
+            f"{encode.unknown:,} of {encode.occurrences:,} occurrences are nothing but the tokenizer's unknown piece: "
+            f"the tokenizer of {source} does not fit this corpus (wrong tokenizer files, or another script)"
+        )
+
+
 def encode_pass(
     encoder: Encoder,
     lines: Iterable[str],
@@ -165,6 +179,7 @@ def encode_pass(
         stats, skip = EncodeStats(**meta["encode"]), int(meta["chunks_done"])
         if meta["done"]:
             logger.info("resuming: the encoding pass was complete (%d occurrences)", stats.occurrences)
+            check_unknown(stats, encoder.source)
             return EncodePass(store, stats, meta["sampling"], skip)
         logger.info("resuming from a checkpoint: %d chunks, %d occurrences done", skip, stats.occurrences)
     save = _Checkpoints(work, store, observers, config.checkpoint_every, saved=checkpoint is not None)
@@ -176,4 +191,5 @@ def encode_pass(
     save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
     logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,
                 sampling_stats.sentences_kept, corpus_lines, 100 * sampling["share_skipped"])  # fmt: skip
+    check_unknown(stats, encoder.source)
     return EncodePass(store, stats, sampling, skip)

@@ -90,13 +90,13 @@ class TeacherTargets:
         self.counts = [int(c) for c in state["counts"]]
         self.texts = _unpack(state["texts"])
 
-    def write(self, out: Path) -> Path:
+    def write(self, out: Path) -> list[Path]:
         """``teacher.npz``: float16 embeddings and their sentences."""
         path = out / TEACHER
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, embeddings=self.embeddings().astype(np.float16), texts=_pack(self.texts),
                      layer=np.array(self.layer), pooling=np.array(self.pooling))  # fmt: skip
-        return path
+        return [path]
 
 
 def read_teacher(run_dir: str | Path) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,148 @@
+"""A run's vector sets: every word's occurrences reduced to one vector per layer and pooling (words the corpus
+did not give read alone with ``--model-words``), the sets asked for written while the next is reduced, and the
+recommended set derived from them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distill.config import Pooling
+from distill.corpus import CorpusStats, Vocabulary
+from distill.derive import derived_vectors, zero_counts
+from distill.encoders import Encoder
+from distill.encoding.alone import encode_alone, model_words
+from distill.encoding.driver import EncodePass
+from distill.errors import ConfigError
+from distill.names import VOCAB, set_files, set_name
+from distill.occurrences import SamplePlan
+from distill.plan import Plan
+from distill.reduction import reduce_words
+from distill.rundir import RunDir, write_vocab
+from distill.serve.alone import AloneFallback
+from distill.vectors.keyed import l2_normalize, to_keyed_vectors
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Reduced:
+    """The words that have vectors and every set reduced from their occurrences."""
+
+    words: list[str]
+    counts: np.ndarray
+    keep: np.ndarray  # (n_vocab,) bool: words with at least one encoded occurrence
+    filled: np.ndarray  # (n_vocab,) occurrences encoded per word
+    vectors: dict[str, Any] = field(default_factory=dict)  # set name -> KeyedVectors
+    files: list[str] = field(default_factory=list)
+    from_model: int = 0  # words the corpus did not give, from the model's vocabulary (--model-words)
+    from_language: int = 0  # words of the recommended set only, from the language's frequent words
+    best: tuple[str, dict[str, Any]] | None = None  # the recommended set's name and recipe
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """What a run has once its occurrences are encoded: the encoder, the vocabulary and corpus counts, the sample
+    and the filled store."""
+
+    encoder: Encoder
+    vocab: Vocabulary
+    stats: CorpusStats
+    sample: SamplePlan
+    encoded: EncodePass
+
+
+def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduced) -> np.ndarray | None:
+    """``--model-words``: the model's whole words the corpus did not give, encoded alone; appended to the
+    result's words (count 0). Returns their states (n_layers, n, dim), or None."""
+    if not plan.config.model_words:
+        return None
+    words = model_words(encoder, vocab.lowercase, set(vocab.words))
+    if not words:
+        return None
+    logger.info("%d words of the model's vocabulary encoded alone", len(words))
+    config = plan.config
+    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.alone_template, config.progress)
+    result.words += words
+    result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
+    result.from_model = len(words)
+    return states
+
+
+def write_sets(plan: Plan, run: Encoded, observers: Sequence[Any]) -> Reduced:
+    """Every set the plan needs, reduced, and those asked for written; then the recommended set, derived and
+    written; then the files of the ``observers`` that keep one (piece vectors, teacher targets)."""
+    reduced = reduce_and_write(plan, run.encoder, run.encoded, run.vocab, run.sample)
+    if plan.best is not None:
+        reduced.best = write_best(plan, run.encoder, reduced)
+    for observer in observers:
+        reduced.files += [p.name for p in observer.write(plan.out)]
+    return reduced
+
+
+def reduce_and_write(
+    plan: Plan, encoder: Encoder, encoded: EncodePass, vocab: Vocabulary, sample: SamplePlan
+) -> Reduced:
+    """Reduce every set the plan needs; write those asked for while the next is reduced."""
+    store = encoded.store
+    filled = store.filled_per_word(sample.offsets)
+    keep = filled > 0
+    if not keep.any():
+        raise ConfigError("no occurrence of any vocabulary word could be aligned to the model's pieces")
+    result = Reduced([w for w, k in zip(vocab.words, keep) if k], vocab.counts[keep], keep, filled)
+    alone = _words_alone(plan, encoder, vocab, result)
+    run, written = RunDir(plan.out), set(plan.sets)
+    writer = ThreadPoolExecutor(max_workers=1)  # set N is written while set N+1 is reduced
+    pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
+    result.files.append(VOCAB)
+    try:
+        for layer, pooling in plan.reduced:
+            name = set_name(layer, pooling)
+            matrix = reduce_words(store.layer(layer), sample.offsets, filled, pooling, position=store.position,
+                                  device=encoder.device, normalize=plan.config.normalize,
+                                  progress=plan.config.progress, desc=name)[keep]  # fmt: skip
+            if alone is not None:  # a word read alone: its state (mean), or its direction (the PC of one row)
+                rows = alone[plan.layers.index(layer)]
+                unit = pooling is Pooling.PC or plan.config.normalize
+                matrix = np.vstack([matrix, l2_normalize(rows) if unit else rows])
+            kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
+            if (layer, pooling) in written:
+                pending += run.write_set(name, kv, writer.submit)
+                result.files += set_files(name)
+        for future in pending:
+            future.result()  # raises the first write error (disk full ...) here
+    finally:
+        writer.shutdown(cancel_futures=True)
+    return result
+
+
+def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dict[str, Any]]:
+    """The recommended set, derived from the vectors in memory (and the words read alone by ``encoder`` with
+    ``--alone-weight``) and written like any set."""
+    best, vectors = plan.best, reduced.vectors
+    assert best is not None
+
+    def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
+        config = plan.config
+        reader = AloneFallback(encoder, layers, best.combine.value, template=config.alone_template,
+                               progress=config.progress)  # fmt: skip
+        return reader.matrix(words)
+
+    words, x, layers, added = derived_vectors(
+        best, plan.n_layers, lambda layer, pooling: vectors[set_name(layer, pooling)],
+        read_alone,
+    )  # fmt: skip
+    name = best.name(layers)
+    kv = vectors[name] = to_keyed_vectors(words, x, zero_counts(reduced.counts, added))
+    reduced.from_language = added
+    run = RunDir(plan.out)
+    run.write_set(name, kv)
+    reduced.files += set_files(name)
+    for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
+        del vectors[set_name(layer, pooling)]
+    return name, best.to_json(layers, added)
