@@ -59,9 +59,11 @@ def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -
     config, stats = plan.config, CorpusStats()
     word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
     lines = iter_lines(plan.corpus, config.encoding_errors, stats, config.split_sentences, listed_files)
-    counts = count_words(track(lines, "counting", "lines", disable=not config.progress), lowercase, stats)
-    vocab = build_vocabulary(counts, lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab,
-                             alpha_only=config.alpha_only, word_list=word_list)  # fmt: skip
+    vocab = build_vocabulary(
+        count_words(track(lines, "counting", "lines", disable=not config.progress), lowercase, stats),
+        lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab, alpha_only=config.alpha_only,
+        word_list=word_list,
+    )  # fmt: skip
     work.save_vocabulary(vocab, stats)
     return vocab, stats
 
@@ -83,10 +85,10 @@ def run_pipeline(config: RunConfig) -> RunResult:
                 vocab.counts, config.max_occurrences, config.seed, draw=config.sampling.value == "uniform"
             )
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), sample.n_rows)
+        lines = iter_lines(plan.corpus, config.encoding_errors, None, config.split_sentences, listed_files)
         intra = IntraSentence(plan.layers) if config.analyze else None
         pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
         teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None
-        lines = iter_lines(plan.corpus, config.encoding_errors, None, config.split_sentences, listed_files)
         encoded = encode_pass(encoder, lines, vocab, sample, plan.layers, config, work,
                               resume=opened.reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip

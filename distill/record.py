@@ -13,7 +13,6 @@ from typing import Any
 
 from distill.analysis.measures import IntraSentence, analyze_layers
 from distill.analysis.report import write_analysis
-from distill.config import token_budget
 from distill.encoders import Encoder
 from distill.encoding.driver import store_kind
 from distill.plan import Plan, package_versions
@@ -141,7 +140,7 @@ def build_manifest(plan: Plan, run: Encoded, reduced: Reduced) -> Manifest:
     }
     encoding = {"sentences": encode.sentences, "windows": encode.windows, "long_sentences": encode.long_sentences,
                 "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
-                "batch_tokens": token_budget(config.batch_tokens, encoder.device)}  # fmt: skip
+                "batch_tokens": encoded.batch_tokens}  # fmt: skip
     options = config.to_json()
     options["corpus"] = list(plan.corpus)
     return Manifest(

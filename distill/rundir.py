@@ -109,7 +109,8 @@ class RunDir:
 
     def write_manifest(self, data: dict[str, Any]) -> None:
         """Write a finished run's manifest, last (the run holds the lock: :meth:`claim`)."""
-        write_json(check_manifest(data, self.manifest_path), self.manifest_path)
+        checked = check_manifest(data, self.manifest_path)
+        write_json(checked, self.manifest_path)
 
     def add_set(self, name: str, record: dict[str, Any], files: Sequence[str]) -> dict[str, Any]:
         """Record a set made from the run (``derived[name]``) and list its ``files``, under the run's lock:

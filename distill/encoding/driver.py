@@ -25,7 +25,6 @@ from distill.encoding.batches import EncodeStats
 from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
-from distill.encoding.workers import default_workers
 from distill.errors import ConfigError
 from distill.names import store_file
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
@@ -42,6 +41,7 @@ class EncodePass:
     encode: EncodeStats
     sampling: dict[str, Any]
     resumed_chunks: int  # chunks a checkpoint had done (0: a fresh pass)
+    batch_tokens: int | None  # padded tokens per batch on this device (None: batches of --batch-size)
 
 
 def sentence_jobs(
@@ -127,10 +127,8 @@ def _run_engine(
         layers,
         store,
         batch_size=config.batch_size,
-        batch_tokens=token_budget(config.batch_tokens, encoder.device),
-        workers=config.tokenize_workers
-        if config.tokenize_workers is not None
-        else default_workers(encoder.device.type),
+        batch_tokens=config.batch_tokens,
+        workers=config.tokenize_workers,
         stride=config.stride,
         chunk_size=config.chunk_size,
         total=total,
@@ -171,25 +169,25 @@ def encode_pass(
     """Fill the store for ``plan`` from ``lines``, going on from ``work``'s checkpoint when ``resume``."""
     checkpoint = work.load_checkpoint() if resume else None
     store = _open_store(encoder, plan, layers, config, work, reopen=checkpoint is not None)
-    stats, skip = EncodeStats(), 0
+    stats, skip, sampling = EncodeStats(), 0, None
     if checkpoint is not None:
         arrays, meta = checkpoint
         store.load_state(arrays)
         _load_observer_state(observers, arrays)
         stats, skip = EncodeStats(**meta["encode"]), int(meta["chunks_done"])
-        if meta["done"]:
-            logger.info("resuming: the encoding pass was complete (%d occurrences)", stats.occurrences)
-            check_unknown(stats, encoder.source)
-            return EncodePass(store, stats, meta["sampling"], skip)
-        logger.info("resuming from a checkpoint: %d chunks, %d occurrences done", skip, stats.occurrences)
-    save = _Checkpoints(work, store, observers, config.checkpoint_every, saved=checkpoint is not None)
-    sampling_stats = SamplingStats()
-    jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
-    with heap_frozen():
-        stats = _run_engine(encoder, jobs, layers, store, config, work, (plan.n_rows, stats, skip), save, observers)
-    sampling = sampling_stats.to_json(config.sampling.value, corpus_lines)
-    save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
-    logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,
-                sampling_stats.sentences_kept, corpus_lines, 100 * sampling["share_skipped"])  # fmt: skip
+        sampling = meta["sampling"] if meta["done"] else None
+        logger.info("resuming from a checkpoint: %d chunks, %d occurrences done%s", skip, stats.occurrences,
+                    "; the encoding pass was complete" if meta["done"] else "")  # fmt: skip
+    if sampling is None:
+        save = _Checkpoints(work, store, observers, config.checkpoint_every, saved=checkpoint is not None)
+        sampling_stats = SamplingStats()
+        jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
+        with heap_frozen():
+            stats = _run_engine(encoder, jobs, layers, store, config, work, (plan.n_rows, stats, skip), save,
+                                observers)  # fmt: skip
+        sampling = sampling_stats.to_json(config.sampling.value, corpus_lines)
+        save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
+        logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,
+                    sampling_stats.sentences_kept, corpus_lines, 100 * sampling["share_skipped"])  # fmt: skip
     check_unknown(stats, encoder.source)
-    return EncodePass(store, stats, sampling, skip)
+    return EncodePass(store, stats, sampling, skip, token_budget(config.batch_tokens, encoder.device))

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from distill.config import token_budget
 from distill.encoders import Encoder
 from distill.encoding.batches import (
     ChunkDone,
@@ -25,6 +26,7 @@ from distill.encoding.batches import (
     iter_batches,
 )
 from distill.encoding.store import OccurrenceStore
+from distill.encoding.workers import default_workers
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
 
@@ -114,7 +116,7 @@ def encode_occurrences(
     *,
     batch_size: int = 64,
     batch_tokens: int | None = None,
-    workers: int = 0,
+    workers: int | None = None,
     stride: int = 32,
     chunk_size: int = 4096,
     total: int | None = None,
@@ -129,10 +131,14 @@ def encode_occurrences(
     Each of ``observers`` (``analysis.IntraSentence``, ``pieces.PieceSums``) sees every batch:
     ``observe(hidden, ids (B, T), content (B, T) bool, fresh (B, T) bool)``; ``fresh`` leaves out the
     tokens a window shares with the previous window of the same sentence. To go on from a
-    checkpoint, pass its ``stats`` and the number of chunks it had done (``skip_chunks``);
+    checkpoint, pass its ``stats`` and the number of chunks it had done (``skip_chunks``).
+    ``batch_tokens`` and ``workers`` are the options: None takes the device's default (:func:`token_budget`,
+    :func:`default_workers`), ``batch_tokens`` 0 batches by ``batch_size``;
     ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store. Nothing here waits for a
     GPU per batch: vectors go to the store on the device, forward time is read from CUDA events.
     """
+    workers = default_workers(model.device.type) if workers is None else workers
+    batch_tokens = token_budget(batch_tokens, model.device)
     stats = stats if stats is not None else EncodeStats()
     start = time.perf_counter() - stats.seconds
     tokens_before = stats.tokens
