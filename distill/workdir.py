@@ -94,15 +94,14 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
     run = RunDir(out)
     lock = run.claim()
     try:
-        work = WorkDir(run.path)
-        reused = work.open(print_)
+        work = WorkDir(run.path)  # never a link
     except BaseException:
         lock.release()
         raise
-    opened, failed = OpenRun(run.path, work, reused, corpus), False
+    opened, failed = OpenRun(run.path, work, False, corpus), False
     try:
+        opened.reused, opened.corpus = work.open(print_, corpus)
         run.clear_previous()  # under the lock: a finished folder never mixes two runs
-        opened.corpus = work.spool(corpus)
         yield opened
     except ConfigError:
         opened.finished = failed = True  # bad input: nothing worth resuming
@@ -168,21 +167,24 @@ class WorkDir:
             spooled.append(str(copy))
         return tuple(spooled)
 
-    def open(self, print_: dict[str, Any] | None) -> bool:
-        """Reuse the folder if its fingerprint equals ``print_`` (None: never); True if reused."""
+    def open(self, print_: dict[str, Any] | None, corpus: tuple[str, ...] = ()) -> tuple[bool, tuple[str, ...]]:
+        """Reuse the folder if its fingerprint equals ``print_`` (None: never), else start it afresh with the
+        inputs of ``corpus`` that can be read only once copied in (:meth:`spool`). Returns whether it was
+        reused, and the corpus to read."""
         saved = self.path / FINGERPRINT
         if print_ is not None and saved.is_file():
             try:
                 if json.loads(saved.read_text(encoding="utf-8")) == print_:
-                    return True
+                    return True, corpus
             except ValueError:
                 pass
             logger.warning("%s is from a run with other options or corpus: starting afresh", self.path)
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)
+        corpus = self.spool(corpus)
         if print_ is not None:
             write_json(print_, saved)
-        return False
+        return False, corpus
 
     def close(self, remove: bool) -> None:
         """``remove``: the run is done (or was never resumable), drop the folder."""

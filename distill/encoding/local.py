@@ -137,15 +137,15 @@ def encode_occurrences(
     ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store. Nothing here waits for a
     GPU per batch: vectors go to the store on the device, forward time is read from CUDA events.
     """
+    stats = stats if stats is not None else EncodeStats()
+    timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
     workers = default_workers(model.device.type) if workers is None else workers
     batch_tokens = token_budget(batch_tokens, model.device)
-    stats = stats if stats is not None else EncodeStats()
     start = time.perf_counter() - stats.seconds
     tokens_before = stats.tokens
     bar = progress_bar(total, "encoding", "occ", not progress, initial=stats.occurrences)
     batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
                            skip_chunks=skip_chunks, batch_tokens=batch_tokens, workers=workers)  # fmt: skip
-    timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
     resumed = time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
         for batch in chain.from_iterable(prefetch(per_chunk(batches), depth=2)):  # up to two chunks ahead
