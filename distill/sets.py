@@ -17,6 +17,7 @@ from distill.corpus import CorpusStats, Vocabulary
 from distill.derive import derived_vectors, zero_counts
 from distill.encoders import Encoder
 from distill.encoding.alone import encode_alone, model_words
+from distill.encoding.batches import EncodeStats
 from distill.encoding.driver import EncodePass
 from distill.errors import ConfigError
 from distill.names import VOCAB, set_files, set_name
@@ -74,6 +75,19 @@ def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduce
     return states
 
 
+#: Share of occurrences that may be only the tokenizer's unknown piece before a run is refused.
+MAX_UNKNOWN_SHARE = 0.5
+
+
+def check_unknown(encode: EncodeStats, source: str) -> None:
+    """Refuse vectors that would come from the unknown token's states rather than the words."""
+    if encode.occurrences and encode.unknown > MAX_UNKNOWN_SHARE * encode.occurrences:
+        raise ConfigError(
+            f"{encode.unknown:,} of {encode.occurrences:,} occurrences are nothing but the tokenizer's unknown piece: "
+            f"the tokenizer of {source} does not fit this corpus (wrong tokenizer files, or another script)"
+        )
+
+
 def write_sets(plan: Plan, run: Encoded, observers: Sequence[Any]) -> Reduced:
     """Every set the plan needs, reduced, and those asked for written; then the recommended set, derived and
     written; then the files of the ``observers`` that keep one (piece vectors, teacher targets)."""
@@ -89,6 +103,7 @@ def reduce_and_write(
     plan: Plan, encoder: Encoder, encoded: EncodePass, vocab: Vocabulary, sample: SamplePlan
 ) -> Reduced:
     """Reduce every set the plan needs; write those asked for while the next is reduced."""
+    check_unknown(encoded.encode, encoder.source)
     store = encoded.store
     filled = store.filled_per_word(sample.offsets)
     keep = filled > 0

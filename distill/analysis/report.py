@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from distill.errors import ConfigError
-from distill.files import atomic_path, check_writable, write_json
+from distill.files import atomic_path, write_json
 from distill.names import ANALYSIS, ANALYSIS_REPORT
 
 #: (key of the raw value, key of the adjusted value or None, title, file name)
@@ -106,10 +106,10 @@ def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[P
     return files
 
 
-def write_analysis(analysis: dict[str, Any], out: str | Path) -> list[Path]:
-    out = check_writable(out)
-    files = [write_json(analysis, out / ANALYSIS)]
+def write_analysis(analysis: dict[str, Any], out: Path) -> list[Path]:
+    """``analysis.json``, ``analysis.md`` and the plots of a run's measures, in its folder ``out``."""
+    text = markdown(analysis)
+    plots = plot_measures([analysis], out)
     with atomic_path(out / ANALYSIS_REPORT) as tmp:
-        tmp.write_text(markdown(analysis), encoding="utf-8")
-    files.append(out / ANALYSIS_REPORT)
-    return files + plot_measures([analysis], out)
+        tmp.write_text(text, encoding="utf-8")
+    return [write_json(analysis, out / ANALYSIS), out / ANALYSIS_REPORT, *plots]

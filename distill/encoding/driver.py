@@ -25,7 +25,6 @@ from distill.encoding.batches import EncodeStats
 from distill.encoding.device_store import DeviceStore
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
-from distill.errors import ConfigError
 from distill.names import store_file
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
 from distill.workdir import WorkDir
@@ -140,19 +139,6 @@ def _run_engine(
     )
 
 
-#: Share of occurrences that may be only the tokenizer's unknown piece before a run is refused.
-MAX_UNKNOWN_SHARE = 0.5
-
-
-def check_unknown(encode: EncodeStats, source: str) -> None:
-    """Refuse vectors that would come from the unknown token's states rather than the words."""
-    if encode.occurrences and encode.unknown > MAX_UNKNOWN_SHARE * encode.occurrences:
-        raise ConfigError(
-            f"{encode.unknown:,} of {encode.occurrences:,} occurrences are nothing but the tokenizer's unknown piece: "
-            f"the tokenizer of {source} does not fit this corpus (wrong tokenizer files, or another script)"
-        )
-
-
 def encode_pass(
     encoder: Encoder,
     lines: Iterable[str],
@@ -189,5 +175,4 @@ def encode_pass(
         save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
         logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,
                     sampling_stats.sentences_kept, corpus_lines, 100 * sampling["share_skipped"])  # fmt: skip
-    check_unknown(stats, encoder.source)
     return EncodePass(store, stats, sampling, skip, token_budget(config.batch_tokens, encoder.device))

@@ -292,3 +292,31 @@ def test_greedy_run_reports_what_it_skipped(tiny_bert_dir, tmp_path):
     assert sampling["sentences_read"] < 3000 and sampling["share_skipped"] > 0.5
     assert result.manifest["occurrences"]["encoded"] == result.manifest["occurrences"]["planned"]
     assert result.manifest["occurrences"]["store_dtype"] == "float16"
+
+
+def test_a_copy_of_stdin_cut_short_leaves_no_work_folder(tmp_path, monkeypatch):
+    from distill.workdir import RunInterrupted, WorkDir, open_run
+
+    def cut_short(self, corpus):
+        (self.path / "stdin.txt").write_text("half a copy")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(WorkDir, "spool", cut_short)
+    out = tmp_path / "out"
+    config = RunConfig(model=str(tmp_path / "m"))
+    with pytest.raises(RunInterrupted, match="stdin cannot be read again"), open_run(out, config, ("-",), "dev"):
+        pass
+    assert out.is_dir() and not (out / WORK_DIR).exists()
+
+
+def test_a_second_run_is_refused_before_it_hashes_the_corpus(tmp_path, monkeypatch):
+    from distill.workdir import open_run
+
+    corpus, out = tmp_path / "corpus.txt", tmp_path / "out"
+    corpus.write_text("the king\n")
+    config = RunConfig(model=str(tmp_path / "m"))
+    with open_run(out, config, (str(corpus),), "dev") as opened:
+        assert not opened.reused and (out / WORK_DIR / "fingerprint.json").is_file()
+        monkeypatch.setattr("distill.workdir.fingerprint", lambda *args: pytest.fail("the corpus was hashed"))
+        with pytest.raises(ConfigError, match="another distill run"), open_run(out, config, (str(corpus),), "dev"):
+            pass
