@@ -70,11 +70,6 @@ def streamed(corpus: str) -> bool:
     return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
 
 
-def resumable(config: RunConfig, corpus: tuple[str, ...]) -> bool:
-    """Whether a killed run can go on: ``--resume``, and no input that can be read only once (stdin, a FIFO)."""
-    return config.resume and not any(map(streamed, corpus))
-
-
 @dataclass
 class OpenRun:
     """A run folder claimed for one run: its work folder, whether a checkpoint there is reused, the corpus
@@ -93,7 +88,8 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
     fingerprint of ``config`` as given, ``corpus`` and distill's ``version`` is unchanged), clear the previous
     run's files. On leaving: the work folder goes once the run finished (or could never resume), a folder
     made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
-    created, can_resume = not out.exists(), resumable(config, corpus)
+    created = not out.exists()
+    can_resume = config.resume and not any(map(streamed, corpus))  # stdin or a FIFO cannot be read again
     run = RunDir(out)
     lock = run.claim()
     try:
@@ -103,7 +99,9 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         raise
     opened, failed = OpenRun(run.path, work, False, corpus), False
     try:
-        opened.reused, opened.corpus = work.open(config, corpus, version)
+        # fingerprinted once the folder is claimed: a second writer is refused before the corpus is hashed
+        print_ = fingerprint(config, corpus, version) if can_resume else None
+        opened.reused, opened.corpus = work.open(print_, corpus)
         run.clear_previous()  # under the lock: a finished folder never mixes two runs
         yield opened
     except ConfigError:
@@ -170,30 +168,23 @@ class WorkDir:
             spooled.append(str(copy))
         return tuple(spooled)
 
-    def open(self, config: RunConfig, corpus: tuple[str, ...], version: str) -> tuple[bool, tuple[str, ...]]:
-        """Reuse the folder when the run can resume (:func:`resumable`) and its :func:`fingerprint` (``config``
-        as given, ``corpus``, distill's ``version``) is unchanged; else start it afresh, with the inputs of
-        ``corpus`` that can be read only once copied in (:meth:`spool`). Returns whether it was reused, and the
-        corpus to read."""
-        if not resumable(config, corpus):
-            self._start_afresh()
-            return False, self.spool(corpus)
-        print_ = fingerprint(config, corpus, version)
+    def open(self, print_: dict[str, Any] | None, corpus: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
+        """Reuse the folder if its fingerprint equals ``print_`` (None: never); else start it afresh, with the
+        inputs of ``corpus`` that can be read only once copied in (:meth:`spool`). Returns whether it was
+        reused, and the corpus to read."""
         saved = self.path / FINGERPRINT
-        if saved.is_file():
+        if print_ is not None and saved.is_file():
             try:
                 if json.loads(saved.read_text(encoding="utf-8")) == print_:
                     return True, corpus
             except ValueError:
                 pass
             logger.warning("%s is from a run with other options or corpus: starting afresh", self.path)
-        self._start_afresh()
-        write_json(print_, saved)
-        return False, corpus
-
-    def _start_afresh(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)
+        if print_ is not None:
+            write_json(print_, saved)
+        return False, self.spool(corpus)
 
     def close(self, remove: bool) -> None:
         """``remove``: the run is done (or was never resumable), drop the folder."""

@@ -223,12 +223,11 @@ def test_options_that_cannot_work_fail_before_any_model_loads(tiny_bert_dir, tmp
 
 
 def test_a_damaged_checkpoint_says_run_again_with_restart(tmp_path):
-    from distill.config import RunConfig
     from distill.errors import OutputError
     from distill.workdir import WorkDir
 
     work = WorkDir(tmp_path)
-    work.open(RunConfig(resume=False), (), "dev")
+    work.open(None, ())
     (work.path / "checkpoint.npz").write_bytes(b"PK\x03\x04 not a zip")
     with pytest.raises(OutputError, match="is damaged .*run again with --restart"):
         work.load_checkpoint()

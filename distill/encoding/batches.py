@@ -179,10 +179,7 @@ def iter_batches(
     """
     chunks = (chunk if index >= skip_chunks else None for index, chunk in enumerate(batched(jobs, chunk_size)))
     for index, (prepared, counts) in enumerate(prepared_chunks(model, chunks, stride, workers)):
-        if batch_tokens:
-            yield from token_batches(prepared, batch_tokens)
-        else:
-            yield from (prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size))
+        yield from token_batches(prepared, batch_tokens) if batch_tokens else batched(prepared, batch_size)
         yield ChunkDone(index, counts)
 
 
