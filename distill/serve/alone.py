@@ -9,6 +9,7 @@ word. Exports, which carry no model, use the pieces.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,8 +23,11 @@ from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
 from distill.rundir import RunDir
-from distill.serve.pieces import set_layers
+from distill.serve.formats import letters
+from distill.serve.pieces import PieceVectors, set_layers, with_rows
 from distill.vectors.postprocess import combine
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -89,3 +93,36 @@ class AloneFallback:
 def _encoder(name: str, source: str, top: int, revision: str | None, gguf_file: str | None, dtype: str) -> Encoder:
     """The run's model cut after layer ``top``, loaded once for all the sets of a run."""
     return load_encoder(name, source, (top,), revision=revision, gguf_file=gguf_file, dtype=dtype)
+
+
+def read_unseen_letters(run_dir: str | Path, set_name: str, pieces: PieceVectors) -> PieceVectors:
+    """``pieces`` with a vector for each single-letter WordPiece piece the corpus never showed (a Greek or
+    Cyrillic letter in an English corpus): the letter read alone by the run's model in the layers of the set
+    (of the set it was tuned from, for a tuned set), at the seen pieces' median norm. Every alphabetic word
+    splits down to letters, so an export built on these pieces gives every such word a direction (its
+    token table weighs them down: :data:`~distill.serve.formats.LAST_RESORT`). Other
+    tokenizers, and a model that cannot be loaded (said once), leave ``pieces`` as they are."""
+    unseen = {i: letter for i, letter in letters(pieces.tokenizer).items() if pieces.counts[i] == 0}
+    if not unseen:
+        return pieces
+    manifest = RunDir(run_dir).manifest()
+    found = set_layers(manifest, _untuned(manifest, set_name))
+    if found is None:
+        return pieces
+    try:
+        reader = AloneFallback.for_layers(manifest, *found)
+    except ConfigError as err:
+        logger.warning("%d letters the corpus never showed have no vector: %s", len(unseen), err)
+        return pieces
+    reader.progress = False
+    rows = reader.matrix(list(unseen.values()))
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    seen = np.linalg.norm(pieces.vectors[pieces.counts > 0], axis=1)
+    scale = np.median(seen) if len(seen) else 1.0
+    return with_rows(pieces, list(unseen), rows * (scale / np.where(norms == 0, 1.0, norms)))
+
+
+def _untuned(manifest: dict[str, Any], set_name: str) -> str:
+    """The set a tuned set was tuned from (that set's own, for one tuned again); ``set_name`` for others."""
+    recipe = (manifest.get("derived") or {}).get(set_name) or {}
+    return _untuned(manifest, str(recipe["tuned_from"])) if "tuned_from" in recipe else set_name

@@ -63,9 +63,13 @@ def prepared_set(
 
 def set_pieces(run_dir: Path, name: str) -> Any:
     """The piece vectors the sentence exports of a run's set fall back to (its space, combined as the set
-    combines its layers); None when the run has none."""
+    combines its layers; letters the corpus never showed read alone); None when the run has none."""
     fallback = open_fallback(run_dir, name)
-    return fallback.piece_vectors() if fallback is not None else None
+    if fallback is None:
+        return None
+    from distill.serve.alone import read_unseen_letters  # torch and the model, only for exports with pieces
+
+    return read_unseen_letters(run_dir, name, fallback.piece_vectors())
 
 
 def export_run(
@@ -118,9 +122,9 @@ def export_run(
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
     pieces = set_pieces(run.path, name) if sentences else None
     if pieces is not None and pca is not None:  # the pieces in the words' reduced space
-        seen = pieces.counts > 0
+        has_row = np.any(pieces.vectors != 0, axis=1)  # seen, or a letter read alone
         projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
-        projected[seen] = pca.transform(pieces.vectors[seen])
+        projected[has_row] = pca.transform(pieces.vectors[has_row])
         pieces = dataclasses.replace(pieces, vectors=projected)
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path

@@ -66,29 +66,51 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
     return tokenizer
 
 
+#: The norm of a row for a letter the corpus never showed, relative to the other pieces': it gives a word of
+#: such letters alone a direction, and turns a word that has a seen piece by about a thousandth of a radian
+#: per such letter, as the pieces fallback leaves unseen pieces out.
+LAST_RESORT = 1e-3
+
+
+def wordpiece_prefix(tokenizer: Any) -> str | None:
+    """The continuing-subword prefix (``##``) of a WordPiece tokenizer; None for other tokenizers."""
+    model = json.loads(tokenizer.backend_tokenizer.to_str())["model"]
+    return str(model.get("continuing_subword_prefix") or "##") if model["type"] == "WordPiece" else None
+
+
+def letters(tokenizer: Any) -> dict[int, str]:
+    """The single-letter pieces of a WordPiece tokenizer (``a``, ``##a``) by id, each as its letter: the pieces
+    any alphabetic word splits down to. Empty for other tokenizers."""
+    prefix = wordpiece_prefix(tokenizer)
+    if prefix is None:
+        return {}
+    found = ((token.removeprefix(prefix), i) for token, i in tokenizer.get_vocab().items())
+    return {i: bare for bare, i in found if len(bare) == 1 and bare.isalpha()}
+
+
 def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
     """For a WordPiece model with piece vectors: the model's own tokenizer with a vocabulary of our words
-    plus the model's alphabetic pieces the corpus showed, so a known word is one token (its static vector) and
-    any other word splits into seen pieces (their static vectors scaled to the words' median norm unless tuned
-    with them). A longer piece never seen has no row, so the longest match falls back to shorter pieces that
-    have one; single letters stay whatever the corpus showed (a zero row for one never seen), so that every
-    alphabetic word still splits and none becomes ``[UNK]``. None for other tokenizers."""
+    plus the model's alphabetic pieces that have a vector, so a known word is one token (its static vector)
+    and any other word splits into pieces (their static vectors scaled to the words' median norm unless tuned
+    with them). A longer piece the corpus never showed has no row, so the longest match falls back to shorter
+    pieces; single letters it never showed have the model's reading of them
+    (:func:`distill.serve.alone.read_unseen_letters`) at :data:`LAST_RESORT` norm, so that every alphabetic
+    word splits, none becomes ``[UNK]`` and none is a zero vector. None for other tokenizers."""
     from tokenizers import Tokenizer
 
-    spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
-    if spec["model"]["type"] != "WordPiece":
+    prefix = wordpiece_prefix(pieces.tokenizer)
+    if prefix is None:
         return None
+    spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
     vocab = {w: i for i, w in enumerate(words)}
-    prefix = spec["model"].get("continuing_subword_prefix") or "##"
     # alphabetic pieces only, as the words are: punctuation and digits stay unknown (they add nothing), as
-    # in the word-level export; longer pieces only if seen
-    ids = spec["model"]["vocab"]
-    extra = [t for t in ids if t not in vocab and (bare := t.removeprefix(prefix)).isalpha()
-             and (pieces.counts[ids[t]] > 0 or len(bare) == 1)]  # fmt: skip
+    # in the word-level export; and only those with a vector: no row is all zeros
+    ids, has_row = spec["model"]["vocab"], np.any(pieces.vectors != 0, axis=1)
+    extra = [t for t in ids if t not in vocab and t.removeprefix(prefix).isalpha() and has_row[ids[t]]]
     piece_rows = pieces.vectors[[ids[t] for t in extra]].astype(np.float32)
     if not pieces.scaled:  # tuned pieces keep the norms they were trained to
-        norms = np.linalg.norm(piece_rows, axis=1, keepdims=True)
-        piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.where(norms == 0, 1.0, norms)
+        piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(piece_rows, axis=1, keepdims=True)
+    piece_rows[pieces.counts[[ids[t] for t in extra]] == 0] *= LAST_RESORT  # letters read alone
     for t in [*extra, UNK]:
         vocab[t] = len(vocab)
     spec["model"]["vocab"] = vocab
@@ -170,7 +192,7 @@ def write_model2vec(
         tokenizer, rows = token_table(words, q.dequantize(), lowercase, pieces)
         table = quantize(rows, DType.INT8, Scale.VECTOR)
         assert table.scale is not None  # int8 always has its scales
-        weights = table.scale[:, 0] * np.any(rows, axis=1)  # [UNK] and letters never seen weigh nothing
+        weights = table.scale[:, 0] * np.any(rows, axis=1)  # [UNK] weighs nothing
         model = _static_model(tokenizer, table.values, base_model, weights.astype(np.float32))
     with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)

@@ -9,7 +9,7 @@ pieces found with the model's tokenizer and character offsets, as in the distill
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -167,6 +167,13 @@ class PieceVectors:
         word was ever seen."""
         seen = [i for i in (self.pieces(word) if ids is None else ids) if self.counts[i] > 0]
         return self.vectors[seen].mean(axis=0) if seen else None
+
+
+def with_rows(pieces: PieceVectors, ids: Sequence[int], rows: np.ndarray) -> PieceVectors:
+    """``pieces`` with ``rows`` for the pieces ``ids`` (their counts kept: the corpus still never showed them)."""
+    vectors = pieces.vectors.copy()
+    vectors[list(ids)] = rows
+    return replace(pieces, vectors=vectors)
 
 
 def set_layers(manifest: dict[str, Any], set_name: str) -> tuple[list[int], str | None] | None:
