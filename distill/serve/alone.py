@@ -96,12 +96,12 @@ def _encoder(name: str, source: str, top: int, revision: str | None, gguf_file: 
 
 
 def read_unseen_letters(run_dir: str | Path, set_name: str, pieces: PieceVectors) -> PieceVectors:
-    """``pieces`` with a vector for each single-letter WordPiece piece the corpus never showed (a Greek or
-    Cyrillic letter in an English corpus): the letter read alone by the run's model in the layers of the set
-    (of the set it was tuned from, for a tuned set), at the seen pieces' median norm. Every alphabetic word
-    splits down to letters, so an export built on these pieces gives every such word a direction (its
-    token table weighs them down: :data:`~distill.serve.formats.LAST_RESORT`). Other
-    tokenizers, and a model that cannot be loaded (said once), leave ``pieces`` as they are."""
+    """``pieces`` with a vector for each single-letter piece the corpus never showed (a Greek or Cyrillic
+    letter in an English corpus; :func:`~distill.serve.formats.letters`): the letter read alone by the run's
+    model in the layers of the set (of the set it was tuned from, for a tuned set), at the seen pieces' median
+    norm. Every alphabetic word splits down to letters, so an export built on these pieces gives every such
+    word a direction (its token table weighs them down: :data:`~distill.serve.formats.LAST_RESORT`).
+    Tokenizers without letters, and a model that cannot be loaded (said once), leave ``pieces`` as they are."""
     unseen = {i: letter for i, letter in letters(pieces.tokenizer).items() if pieces.counts[i] == 0}
     if not unseen:
         return pieces

@@ -79,13 +79,19 @@ def wordpiece_prefix(tokenizer: Any) -> str | None:
 
 
 def letters(tokenizer: Any) -> dict[int, str]:
-    """The single-letter pieces of a WordPiece tokenizer (``a``, ``##a``) by id, each as its letter: the pieces
-    any alphabetic word splits down to. Empty for other tokenizers."""
-    prefix = wordpiece_prefix(tokenizer)
-    if prefix is None:
+    """The single-letter pieces any alphabetic word splits down to, by id, each as its letter: a WordPiece
+    tokenizer's ``a`` and ``##a``, a BPE tokenizer's alphabet (the pieces no merge makes) where a piece is a
+    whole letter (a byte of a longer character is not). Empty for other tokenizers."""
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    vocab, prefix = spec["model"]["vocab"], wordpiece_prefix(tokenizer)
+    if prefix is not None:
+        found = ((token.removeprefix(prefix), i) for token, i in vocab.items())
+    elif spec["model"]["type"] == "BPE":
+        made = {"".join(m.split(" ") if isinstance(m, str) else m) for m in spec["model"]["merges"]}
+        found = ((tokenizer.convert_tokens_to_string([token]), i) for token, i in vocab.items() if token not in made)
+    else:
         return {}
-    found = ((token.removeprefix(prefix), i) for token, i in tokenizer.get_vocab().items())
-    return {i: bare for bare, i in found if len(bare) == 1 and bare.isalpha()}
+    return {i: text for text, i in found if len(text) == 1 and text.isalpha()}
 
 
 def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) -> tuple[Any, np.ndarray] | None:
@@ -121,12 +127,108 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     return Tokenizer.from_str(json.dumps(spec)), rows
 
 
+def bpe_fallback(
+    words: Sequence[str], values: np.ndarray, pieces: Any, lowercase: bool
+) -> tuple[Any, np.ndarray] | None:
+    """For a BPE model (GPT-2, Llama, SmolLM2) with piece vectors: the model's own tokenizer with our words
+    added as whole pre-tokens (``Ġqueen``, ``▁queen``; merges are skipped for a pre-token in the vocabulary),
+    so a known word is one token and any other word splits into the model's pieces, the text's first word
+    read as every other. A piece the corpus never showed gets a row from the pieces it is merged from or
+    merged into (:func:`_merged_rows`); one with none that way is left out with its merges (the text it covers
+    becomes ``[UNK]``). Pieces come at the words' median norm unless tuned with them; rows made only from
+    letters read alone or from what a piece is merged into are weighed down to :data:`LAST_RESORT`. A word
+    that is more than one pre-token (``abc123``) is an added token. None for other tokenizers."""
+    from tokenizers import Tokenizer, normalizers
+
+    backend = pieces.tokenizer.backend_tokenizer
+    spec = json.loads(backend.to_str())
+    if spec["model"]["type"] != "BPE":
+        return None
+    ids, seen = spec["model"]["vocab"], pieces.counts > 0
+    rows = pieces.vectors.astype(np.float32)
+    has = np.any(rows != 0, axis=1)
+    if not pieces.scaled:  # tuned pieces keep the norms they were trained to
+        rows[has] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(rows[has], axis=1, keepdims=True)
+    merges = [m.split(" ") if isinstance(m, str) else m for m in spec["model"]["merges"]]
+    resort = _merged_rows(ids, merges, rows, has, seen)
+    rows[resort] *= LAST_RESORT
+    normalize = backend.normalizer.normalize_str if backend.normalizer is not None else str
+    vocab: dict[str, int] = {}
+    added = []  # words that are not one pre-token, or share one with an earlier word
+    for i, word in enumerate(words):
+        pre = backend.pre_tokenizer.pre_tokenize_str(normalize("a " + word))
+        if len(pre) == 2 and pre[1][0] not in vocab:
+            vocab[pre[1][0]] = i
+        else:
+            added.append(i)
+    for i in added:  # an added token takes the id its text has in the vocabulary: the word's own row
+        vocab[words[i] if words[i] not in vocab else f"{words[i]}\x00{i}"] = i
+    special = {t["content"] for t in spec["added_tokens"]}
+    extra = [t for t, i in sorted(ids.items(), key=lambda item: item[1]) if has[i] and t not in special | vocab.keys()]
+    vocab.update((t, len(words) + j) for j, t in enumerate([*extra, UNK]))
+    kept = [[a, b] for a, b in merges if a in vocab and b in vocab and a + b in vocab]
+    spec["model"].update(vocab=vocab, merges=kept, ignore_merges=True, unk_token=UNK)
+    spec["added_tokens"] = [{"id": i, "content": words[i], "single_word": True, "lstrip": True, "rstrip": False,
+                             "normalized": True, "special": False} for i in added]  # fmt: skip
+    spec["post_processor"] = None
+    _prefix_space(spec["pre_tokenizer"])
+    tokenizer = Tokenizer.from_str(json.dumps(spec))
+    if lowercase:
+        tokenizer.normalizer = normalizers.Sequence([normalizers.Lowercase(), *filter(None, [backend.normalizer])])
+    return tokenizer, np.vstack([values, rows[[ids[t] for t in extra]], np.zeros((1, values.shape[1]), np.float32)])
+
+
+def _merged_rows(
+    ids: dict[str, int], merges: list[list[str]], rows: np.ndarray, has: np.ndarray, seen: np.ndarray
+) -> np.ndarray:
+    """Rows, in place, for the BPE pieces the corpus never showed: first the mean of the two a piece is merged
+    from (merges come in order, parts first); then, for a piece still without one (a space, a byte of a longer
+    character), the mean of the pieces merged from it (in reverse order, products first). Returns which rows
+    are a last resort: read alone, or made from such rows or from the pieces merged from it only."""
+    resort = ~seen
+    for a, b in merges:
+        i = ids.get(a + b)
+        if i is not None and not has[i]:
+            found = [ids[a], ids[b]]
+            found = [p for p in found if has[p]]
+            if found:
+                rows[i], has[i], resort[i] = rows[found].mean(axis=0), True, all(resort[p] for p in found)
+    sums, counts = np.zeros_like(rows), np.zeros(len(rows), np.int64)
+    for a, b in reversed(merges):
+        i = ids.get(a + b)
+        if i is None:
+            continue
+        if not has[i] and counts[i]:
+            rows[i], has[i] = sums[i] / counts[i], True
+        for part in (ids[a], ids[b]):
+            if has[i] and not has[part]:
+                sums[part] += rows[i]
+                counts[part] += 1
+    late = ~has & (counts > 0)
+    rows[late], has[late] = sums[late] / counts[late, None], True
+    return resort
+
+
+def _prefix_space(pre_tokenizer: dict[str, Any] | None) -> None:
+    """A byte-level pre-tokenizer that reads the text's first word as every other (``Ġqueen``): a static
+    model has no position."""
+    if pre_tokenizer is None:
+        return
+    for part in [pre_tokenizer, *pre_tokenizer.get("pretokenizers", [])]:
+        if part.get("type") == "ByteLevel":
+            part["add_prefix_space"] = True
+
+
 def token_table(words: Sequence[str], values: np.ndarray, lowercase: bool, pieces: Any) -> tuple[Any, np.ndarray]:
-    """The tokenizer of an exported static model and its rows (``[UNK]``, a zero row, last): WordPiece over our
-    words and the model's pieces where :func:`wordpiece_fallback` applies, else word-level over our words."""
-    fallback = wordpiece_fallback(words, values.astype(np.float32), pieces) if pieces is not None else None
-    if fallback is not None:
-        return fallback[0], fallback[1].astype(values.dtype)
+    """The tokenizer of an exported static model and its rows (words first, ``[UNK]``, a zero row, last): the
+    model's own tokenizer over our words and its pieces where :func:`wordpiece_fallback` or
+    :func:`bpe_fallback` applies, else word-level over our words (unknown words add nothing)."""
+    floats = values.astype(np.float32)
+    found = pieces is not None and (
+        wordpiece_fallback(words, floats, pieces) or bpe_fallback(words, floats, pieces, lowercase)
+    )
+    if found:
+        return found[0], found[1].astype(values.dtype)
     return word_tokenizer(words, lowercase), np.vstack([values, np.zeros((1, values.shape[1]), dtype=values.dtype)])
 
 

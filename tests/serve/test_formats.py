@@ -572,3 +572,56 @@ def test_an_uncentred_reduction_is_the_top_right_singular_vectors(rng):
         assert abs(float(got @ want)) == pytest.approx(1.0, abs=1e-5)  # the same direction, up to sign
     np.testing.assert_allclose(pca.transform(x), x @ pca.components.T, rtol=1e-5)  # nothing subtracted
     assert fit_pca(x, 2).mean.any() and 0.9 < pca.explained_variance_ratio <= 1.0
+
+
+def test_a_bpe_piece_never_seen_gets_a_row_from_the_pieces_it_is_merged_from_or_into(bpe_tokenizer, rng):
+    from distill.serve.formats import LAST_RESORT, UNK, bpe_fallback
+    from distill.serve.pieces import PieceVectors
+
+    vocab = bpe_tokenizer.get_vocab()
+    merges = json.loads(bpe_tokenizer.backend_tokenizer.to_str())["model"]["merges"]
+    a, b = merges[0]  # two letters, merged first: "h" + "e"
+    space = "Ġ"  # the alphabet's space: read alone it is nothing, and no piece of it is seen here
+    counts, vectors = np.zeros(len(vocab), int), np.zeros((len(vocab), 4), np.float32)
+    for token in (a, b, space + "the"):
+        counts[vocab[token]], vectors[vocab[token]] = 5, rng.normal(size=4)
+    pieces = PieceVectors(bpe_tokenizer, vectors, counts)
+    tokenizer, rows = bpe_fallback(["zzword"], np.full((1, 4), 2.0, np.float32), pieces, lowercase=False)
+    kept = tokenizer.get_vocab()
+    assert a + b in kept and kept[UNK] == len(rows) - 1 and len(kept) == len(rows)
+    norms = np.linalg.norm(rows, axis=1)
+    assert np.all(norms[:-1] > 0) and norms[-1] == 0  # no zero row but [UNK]'s
+    unit = {t: vectors[vocab[t]] / np.linalg.norm(vectors[vocab[t]]) for t in (a, b, space + "the")}
+    np.testing.assert_allclose(rows[kept[a + b]], 4.0 * (unit[a] + unit[b]) / 2, rtol=1e-5)  # merged from
+    assert space in kept and norms[kept[space]] <= 4.0 * LAST_RESORT + 1e-6  # merged into only: a last resort
+    assert tokenizer.encode("the").tokens == [space + "the"]  # the first word, read as every other
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama"])
+def test_a_bpe_models_export_reads_known_words_whole_and_others_by_the_models_pieces(model, request, tmp_path):
+    from model2vec import StaticModel
+
+    from distill.serve.formats import letters
+    from distill.serve.pieces import PieceVectors
+
+    run = tmp_path / "run"
+    model_dir = request.getfixturevalue(f"tiny_{model}_dir")
+    distill.run(model=str(model_dir), out=str(run), corpus=[str(TINY_CORPUS)], layers="1", pooling="mean",
+                min_count=1, max_occurrences=10_000, pieces=True, progress=False)  # fmt: skip
+    ((path, _),) = export_run(run, pooling="mean", formats=[Format.MODEL2VEC], out=tmp_path / "m", weighting="none")
+    exported = StaticModel.from_pretrained(str(path))
+    table = np.asarray(exported.embedding)
+    assert np.all(np.any(table[:-1], axis=1)) and not np.any(table[-1])  # no zero row but [UNK]'s
+    kv = distill.load(run, layer=1, pooling="mean")
+    pieces = PieceVectors.open(run, 1)
+    assert "q" in [letter for i, letter in letters(pieces.tokenizer).items() if pieces.counts[i] == 0]
+    king, first, later, oov = exported.encode(["king", "king king", "the king", "kingqqq"])
+
+    def cosine(u: np.ndarray, v: np.ndarray) -> float:
+        return float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+
+    assert cosine(king, kv["king"]) == pytest.approx(1.0, abs=1e-6) and cosine(first, king) == pytest.approx(1.0)
+    assert exported.tokenizer.encode("the king").ids == [kv.key_to_index["the"], kv.key_to_index["king"]]
+    assert cosine(later, kv["the"] + kv["king"]) == pytest.approx(1.0, abs=1e-6)
+    assert exported.tokenizer.encode("kingqqq").tokens[-3:] == ["q"] * 3  # the model's pieces: q read alone
+    assert cosine(oov, king) == pytest.approx(1.0, abs=1e-4)  # letters read alone barely turn a seen piece
