@@ -164,7 +164,8 @@ def bpe_fallback(
     for i in added:  # an added token takes the id its text has in the vocabulary: the word's own row
         vocab[words[i] if words[i] not in vocab else f"{words[i]}\x00{i}"] = i
     special = {t["content"] for t in spec["added_tokens"]}
-    extra = [t for t, i in sorted(ids.items(), key=lambda item: item[1]) if has[i] and t not in special | vocab.keys()]
+    keep = has & _needed(ids, merges, seen)
+    extra = [t for t, i in sorted(ids.items(), key=lambda item: item[1]) if keep[i] and t not in special | vocab.keys()]
     vocab.update((t, len(words) + j) for j, t in enumerate([*extra, UNK]))
     kept = [[a, b] for a, b in merges if a in vocab and b in vocab and a + b in vocab]
     spec["model"].update(vocab=vocab, merges=kept, ignore_merges=True, unk_token=UNK)
@@ -187,17 +188,14 @@ def _merged_rows(
     are a last resort: read alone, or made from such rows or from the pieces merged from it only."""
     resort = ~seen
     for a, b in merges:
-        i = ids.get(a + b)
-        if i is not None and not has[i]:
-            found = [ids[a], ids[b]]
-            found = [p for p in found if has[p]]
+        i = ids[a + b]
+        if not has[i]:
+            found = [p for p in (ids[a], ids[b]) if has[p]]
             if found:
                 rows[i], has[i], resort[i] = rows[found].mean(axis=0), True, all(resort[p] for p in found)
     sums, counts = np.zeros_like(rows), np.zeros(len(rows), np.int64)
     for a, b in reversed(merges):
-        i = ids.get(a + b)
-        if i is None:
-            continue
+        i = ids[a + b]
         if not has[i] and counts[i]:
             rows[i], has[i] = sums[i] / counts[i], True
         for part in (ids[a], ids[b]):
@@ -207,6 +205,20 @@ def _merged_rows(
     late = ~has & (counts > 0)
     rows[late], has[late] = sums[late] / counts[late, None], True
     return resort
+
+
+def _needed(ids: dict[str, int], merges: list[list[str]], seen: np.ndarray) -> np.ndarray:
+    """The BPE pieces an export keeps: those the corpus showed, those merged on the way to one (in reverse
+    order, products first), and the alphabet, so that no text is left without a piece. A piece never seen
+    that leads to none is dropped with its merge: the text it covered keeps the two pieces it was merged
+    from, whose mean its row would have been."""
+    made = np.zeros(len(seen), bool)
+    made[[ids[a + b] for a, b in merges]] = True
+    needed = seen | ~made
+    for a, b in reversed(merges):
+        if needed[ids[a + b]]:
+            needed[ids[a]] = needed[ids[b]] = True
+    return needed
 
 
 def _prefix_space(pre_tokenizer: dict[str, Any] | None) -> None:

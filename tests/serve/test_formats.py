@@ -595,6 +595,14 @@ def test_a_bpe_piece_never_seen_gets_a_row_from_the_pieces_it_is_merged_from_or_
     np.testing.assert_allclose(rows[kept[a + b]], 4.0 * (unit[a] + unit[b]) / 2, rtol=1e-5)  # merged from
     assert space in kept and norms[kept[space]] <= 4.0 * LAST_RESORT + 1e-6  # merged into only: a last resort
     assert tokenizer.encode("the").tokens == [space + "the"]  # the first word, read as every other
+    parts = {x + y: (x, y) for x, y in merges}
+
+    def made_of(token: str) -> set[str]:
+        return {token}.union(*(made_of(part) for part in parts.get(token, ())))
+
+    alphabet = {t for t in vocab if t not in parts}
+    kept_pieces = set(kept) - {space + "zzword", UNK}
+    assert made_of(space + "the") <= kept_pieces <= alphabet | made_of(space + "the")  # no piece leading nowhere
 
 
 @pytest.mark.parametrize("model", ["gpt2", "llama"])
