@@ -116,9 +116,9 @@ def read_unseen_letters(run_dir: str | Path, set_name: str, pieces: PieceVectors
         return pieces
     reader.progress = False
     rows = reader.matrix(list(unseen.values()))
+    have = np.linalg.norm(pieces.vectors, axis=1)  # a tuned set's piece that is also a word has none
+    scale = np.median(have[have > 0]) if np.any(have > 0) else 1.0
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    seen = np.linalg.norm(pieces.vectors[pieces.counts > 0], axis=1)
-    scale = np.median(seen) if len(seen) else 1.0
     return with_rows(pieces, list(unseen), rows * (scale / np.where(norms == 0, 1.0, norms)))
 
 

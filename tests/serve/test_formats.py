@@ -574,6 +574,26 @@ def test_an_uncentred_reduction_is_the_top_right_singular_vectors(rng):
     assert fit_pca(x, 2).mean.any() and 0.9 < pca.explained_variance_ratio <= 1.0
 
 
+def test_letters_read_alone_come_at_the_norm_of_the_pieces_that_have_a_vector(pieces_run, tiny_bert_dir):
+    from dataclasses import replace
+
+    from distill.serve.alone import read_unseen_letters
+    from distill.serve.formats import letters
+    from distill.serve.pieces import PieceVectors
+
+    pieces = PieceVectors.open(pieces_run, 1)
+    seen = np.flatnonzero(pieces.counts > 0)
+    vectors = pieces.vectors.copy()
+    vectors[seen[: len(seen) * 2 // 3]] = 0  # as in a tuned set, where a piece that is also a word has no row
+    filled = read_unseen_letters(pieces_run, "layer1.mean", replace(pieces, vectors=vectors, scaled=True))
+    unseen = [i for i in letters(pieces.tokenizer) if pieces.counts[i] == 0]
+    median = np.median(np.linalg.norm(vectors[seen[len(seen) * 2 // 3 :]], axis=1))
+    np.testing.assert_allclose(np.linalg.norm(filled.vectors[unseen], axis=1), median, rtol=1e-5)
+    letter = letters(pieces.tokenizer)[unseen[0]]
+    (alone,) = _read_alone(tiny_bert_dir, letter, [1])
+    assert filled.vectors[unseen[0]] @ alone / median / np.linalg.norm(alone) == pytest.approx(1.0, abs=1e-5)
+
+
 def test_a_bpe_piece_never_seen_gets_a_row_from_the_pieces_it_is_merged_from_or_into(bpe_tokenizer, rng):
     from distill.serve.formats import LAST_RESORT, UNK, bpe_fallback
     from distill.serve.pieces import PieceVectors
