@@ -134,10 +134,11 @@ def bpe_fallback(
     added as whole pre-tokens (``Ġqueen``, ``▁queen``; merges are skipped for a pre-token in the vocabulary),
     so a known word is one token and any other word splits into the model's pieces, the text's first word
     read as every other. A piece the corpus never showed gets a row from the pieces it is merged from or
-    merged into (:func:`_merged_rows`); one with none that way is left out with its merges (the text it covers
-    becomes ``[UNK]``). Pieces come at the words' median norm unless tuned with them; rows made only from
-    letters read alone or from what a piece is merged into are weighed down to :data:`LAST_RESORT`. A word
-    that is more than one pre-token (``abc123``) is an added token. None for other tokenizers."""
+    merged into (:func:`_merged_rows`). Only alphabetic pieces are kept, as in the WordPiece export, and the
+    pieces merged on the way to them (:func:`_needed`). Pieces come at the words' median norm unless tuned
+    with them; a row made only from letters read alone or from what a piece is merged into, or one of a piece
+    kept only on the way (a space), is weighed down to :data:`LAST_RESORT`. A word that is more than one
+    pre-token (``abc123``) is an added token. None for other tokenizers."""
     from tokenizers import Tokenizer, normalizers
 
     backend = pieces.tokenizer.backend_tokenizer
@@ -151,7 +152,9 @@ def bpe_fallback(
         rows[has] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(rows[has], axis=1, keepdims=True)
     merges = [m.split(" ") if isinstance(m, str) else m for m in spec["model"]["merges"]]
     resort = _merged_rows(ids, merges, rows, has, seen)
-    rows[resort] *= LAST_RESORT
+    alphabetic = np.zeros(len(rows), bool)  # as the WordPiece export: punctuation and digits add nothing
+    alphabetic[list(ids.values())] = [pieces.tokenizer.convert_tokens_to_string([t]).strip().isalpha() for t in ids]
+    rows[resort | ~alphabetic] *= LAST_RESORT
     normalize = backend.normalizer.normalize_str if backend.normalizer is not None else str
     vocab: dict[str, int] = {}
     added = []  # words that are not one pre-token, or share one with an earlier word
@@ -164,7 +167,7 @@ def bpe_fallback(
     for i in added:  # an added token takes the id its text has in the vocabulary: the word's own row
         vocab[words[i] if words[i] not in vocab else f"{words[i]}\x00{i}"] = i
     special = {t["content"] for t in spec["added_tokens"]}
-    keep = has & _needed(ids, merges, seen)
+    keep = has & _needed(ids, merges, seen & alphabetic, alphabetic)
     extra = [t for t, i in sorted(ids.items(), key=lambda item: item[1]) if keep[i] and t not in special | vocab.keys()]
     vocab.update((t, len(words) + j) for j, t in enumerate([*extra, UNK]))
     kept = [[a, b] for a, b in merges if a in vocab and b in vocab and a + b in vocab]
@@ -207,14 +210,14 @@ def _merged_rows(
     return resort
 
 
-def _needed(ids: dict[str, int], merges: list[list[str]], seen: np.ndarray) -> np.ndarray:
-    """The BPE pieces an export keeps: those the corpus showed, those merged on the way to one (in reverse
-    order, products first), and the alphabet, so that no text is left without a piece. A piece never seen
-    that leads to none is dropped with its merge: the text it covered keeps the two pieces it was merged
-    from, whose mean its row would have been."""
-    made = np.zeros(len(seen), bool)
+def _needed(ids: dict[str, int], merges: list[list[str]], wanted: np.ndarray, letters: np.ndarray) -> np.ndarray:
+    """The BPE pieces an export keeps: the ``wanted`` ones (alphabetic, seen), the alphabet's ``letters``, and
+    those merged on the way to either (in reverse order, products first: a space, a byte of a longer
+    character). A piece that leads to none is dropped with its merge: the text it covered keeps the two
+    pieces it was merged from, whose mean its row would have been, or is ``[UNK]`` (punctuation, digits)."""
+    made = np.zeros(len(wanted), bool)
     made[[ids[a + b] for a, b in merges]] = True
-    needed = seen | ~made
+    needed = wanted | (letters & ~made)
     for a, b in reversed(merges):
         if needed[ids[a + b]]:
             needed[ids[a]] = needed[ids[b]] = True

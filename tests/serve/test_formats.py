@@ -603,12 +603,13 @@ def test_a_bpe_piece_never_seen_gets_a_row_from_the_pieces_it_is_merged_from_or_
     a, b = merges[0]  # two letters, merged first: "h" + "e"
     space = "Ġ"  # the alphabet's space: read alone it is nothing, and no piece of it is seen here
     counts, vectors = np.zeros(len(vocab), int), np.zeros((len(vocab), 4), np.float32)
-    for token in (a, b, space + "the"):
+    for token in (a, b, space + "the", ",", "7"):
         counts[vocab[token]], vectors[vocab[token]] = 5, rng.normal(size=4)
     pieces = PieceVectors(bpe_tokenizer, vectors, counts)
     tokenizer, rows = bpe_fallback(["zzword"], np.full((1, 4), 2.0, np.float32), pieces, lowercase=False)
     kept = tokenizer.get_vocab()
     assert a + b in kept and kept[UNK] == len(rows) - 1 and len(kept) == len(rows)
+    assert "," not in kept and "7" not in kept  # seen, but punctuation and digits add nothing, as in WordPiece
     norms = np.linalg.norm(rows, axis=1)
     assert np.all(norms[:-1] > 0) and norms[-1] == 0  # no zero row but [UNK]'s
     unit = {t: vectors[vocab[t]] / np.linalg.norm(vectors[vocab[t]]) for t in (a, b, space + "the")}
