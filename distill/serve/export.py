@@ -122,9 +122,9 @@ def export_run(
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
     pieces = set_pieces(run.path, name) if sentences else None
     if pieces is not None and pca is not None:  # the pieces in the words' reduced space
-        has_row = np.any(pieces.vectors != 0, axis=1)  # seen, or a letter read alone
+        has_vector = pieces.has_vector  # seen, or a letter read alone
         projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
-        projected[has_row] = pca.transform(pieces.vectors[has_row])
+        projected[has_vector] = pca.transform(pieces.vectors[has_vector])
         pieces = dataclasses.replace(pieces, vectors=projected)
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path

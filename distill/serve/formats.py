@@ -72,22 +72,31 @@ def word_tokenizer(words: Sequence[str], lowercase: bool) -> Any:
 LAST_RESORT = 1e-3
 
 
-def wordpiece_prefix(tokenizer: Any) -> str | None:
-    """The continuing-subword prefix (``##``) of a WordPiece tokenizer; None for other tokenizers."""
-    model = json.loads(tokenizer.backend_tokenizer.to_str())["model"]
+def _spec(tokenizer: Any) -> dict[str, Any]:
+    """A (transformers) tokenizer's ``tokenizers`` spec, as its ``tokenizer.json`` holds it."""
+    return dict(json.loads(tokenizer.backend_tokenizer.to_str()))
+
+
+def _prefix(model: dict[str, Any]) -> str | None:
+    """The continuing-subword prefix (``##``) of a WordPiece spec's model; None for other models."""
     return str(model.get("continuing_subword_prefix") or "##") if model["type"] == "WordPiece" else None
+
+
+def _merges(model: dict[str, Any]) -> list[list[str]]:
+    """A BPE spec's merges as pairs, in order (older files write each as one ``"a b"`` string)."""
+    return [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
 
 
 def letters(tokenizer: Any) -> dict[int, str]:
     """The single-letter pieces any alphabetic word splits down to, by id, each as its letter: a WordPiece
     tokenizer's ``a`` and ``##a``, a BPE tokenizer's alphabet (the pieces no merge makes) where a piece is a
     whole letter (a byte of a longer character is not). Empty for other tokenizers."""
-    spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    vocab, prefix = spec["model"]["vocab"], wordpiece_prefix(tokenizer)
+    model = _spec(tokenizer)["model"]
+    vocab, prefix = model["vocab"], _prefix(model)
     if prefix is not None:
         found = ((token.removeprefix(prefix), i) for token, i in vocab.items())
-    elif spec["model"]["type"] == "BPE":
-        made = {"".join(m.split(" ") if isinstance(m, str) else m) for m in spec["model"]["merges"]}
+    elif model["type"] == "BPE":
+        made = {a + b for a, b in _merges(model)}
         found = ((tokenizer.convert_tokens_to_string([token]), i) for token, i in vocab.items() if token not in made)
     else:
         return {}
@@ -104,19 +113,20 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     word splits, none becomes ``[UNK]`` and none is a zero vector. None for other tokenizers."""
     from tokenizers import Tokenizer
 
-    prefix = wordpiece_prefix(pieces.tokenizer)
+    spec = _spec(pieces.tokenizer)
+    prefix = _prefix(spec["model"])
     if prefix is None:
         return None
-    spec = json.loads(pieces.tokenizer.backend_tokenizer.to_str())
     vocab = {w: i for i, w in enumerate(words)}
     # alphabetic pieces only, as the words are: punctuation and digits stay unknown (they add nothing), as
     # in the word-level export; and only those with a vector: no row is all zeros
-    ids, has_row = spec["model"]["vocab"], np.any(pieces.vectors != 0, axis=1)
-    extra = [t for t in ids if t not in vocab and t.removeprefix(prefix).isalpha() and has_row[ids[t]]]
-    piece_rows = pieces.vectors[[ids[t] for t in extra]].astype(np.float32)
+    ids, has_vector = spec["model"]["vocab"], pieces.has_vector
+    extra = [t for t in ids if t not in vocab and t.removeprefix(prefix).isalpha() and has_vector[ids[t]]]
+    piece_ids = [ids[t] for t in extra]
+    piece_rows = pieces.vectors[piece_ids].astype(np.float32)
     if not pieces.scaled:  # tuned pieces keep the norms they were trained to
         piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(piece_rows, axis=1, keepdims=True)
-    piece_rows[pieces.counts[[ids[t] for t in extra]] == 0] *= LAST_RESORT  # letters read alone
+    piece_rows[pieces.counts[piece_ids] == 0] *= LAST_RESORT  # letters read alone
     for t in [*extra, UNK]:
         vocab[t] = len(vocab)
     spec["model"]["vocab"] = vocab
@@ -141,16 +151,14 @@ def bpe_fallback(
     pre-token (``abc123``) is an added token. None for other tokenizers."""
     from tokenizers import Tokenizer, normalizers
 
-    backend = pieces.tokenizer.backend_tokenizer
-    spec = json.loads(backend.to_str())
+    backend, spec = pieces.tokenizer.backend_tokenizer, _spec(pieces.tokenizer)
     if spec["model"]["type"] != "BPE":
         return None
-    ids, seen = spec["model"]["vocab"], pieces.counts > 0
+    ids, seen, has = spec["model"]["vocab"], pieces.counts > 0, pieces.has_vector
     rows = pieces.vectors.astype(np.float32)
-    has = np.any(rows != 0, axis=1)
     if not pieces.scaled:  # tuned pieces keep the norms they were trained to
         rows[has] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(rows[has], axis=1, keepdims=True)
-    merges = [m.split(" ") if isinstance(m, str) else m for m in spec["model"]["merges"]]
+    merges = _merges(spec["model"])
     resort = _merged_rows(ids, merges, rows, has, seen)
     alphabetic = np.zeros(len(rows), bool)  # as the WordPiece export: punctuation and digits add nothing
     alphabetic[list(ids.values())] = [pieces.tokenizer.convert_tokens_to_string([t]).strip().isalpha() for t in ids]

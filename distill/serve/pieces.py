@@ -156,6 +156,11 @@ class PieceVectors:
             found.append(cls(tokenizer, vectors, counts, lowercase, scaled))
         return found
 
+    @property
+    def has_vector(self) -> np.ndarray:
+        """(n_pieces,) bool: the pieces whose row is not all zeros (seen, or given a row since)."""
+        return np.any(self.vectors != 0, axis=1)
+
     def pieces(self, word: str) -> list[int]:
         """Token ids of ``word`` as it appears after a space in running text (offsets, not string surgery)."""
         text = "a " + (word.lower() if self.lowercase else word)
