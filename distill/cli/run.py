@@ -218,6 +218,14 @@ def tune(
         float, typer.Option(min=0.0, max=1.0, help="Share of the trained change kept (1: the trained vectors).")
     ] = TuneOptions.blend,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the held-out split and the order.")] = 0,
+    loss: Annotated[
+        str,
+        typer.Option(
+            help="What is trained down: cosine (each sentence's mean toward its teacher embedding), mse (the "
+            "distance to it, at the table's scale), contrastive (nearer its own embedding than the batch's others) "
+            "or relational (the batch's cosines toward the teacher's)."
+        ),
+    ] = TuneOptions.loss,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -227,12 +235,13 @@ def tune(
 
     setup_logging(verbose, progress)
     with user_errors():
-        options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed)
+        options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed,
+                              loss=loss)  # fmt: skip
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
     best = result.history[result.best_epoch]
     typer.echo(
         f"wrote {run_dir}/{name}.txt, .bin, .faiss: {len(kv.index_to_key):,} words tuned on {result.sentences:,} "
-        f"sentences; held-out cosine loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
+        f"sentences; held-out {loss} loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
         f"(epoch {result.best_epoch})"
     )
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from distill.errors import ConfigError
 
+LOSSES = ("cosine", "mse", "contrastive", "relational")
+
 
 @dataclass(frozen=True)
 class TuneOptions:
@@ -18,6 +20,8 @@ class TuneOptions:
     patience: int = 3  # epochs without a better held-out loss before stopping
     blend: float = 0.5  # share of the trained change kept (1: the trained table itself)
     seed: int = 0
+    loss: str = "cosine"  # one of LOSSES (train.py says what each compares)
+    temperature: float = 0.05  # of the contrastive loss
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
@@ -26,6 +30,10 @@ class TuneOptions:
             raise ConfigError(f"--blend must be between 0 and 1, not {self.blend}")
         if not 0 < self.held_out < 1:
             raise ConfigError(f"the held-out share must be between 0 and 1, not {self.held_out}")
+        if self.loss not in LOSSES:
+            raise ConfigError(f"--loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ConfigError(f"the temperature must be a positive number, not {self.temperature}")
         if min(self.epochs, self.batch_size) < 1 or self.patience < 1 or self.seed < 0:
             raise ConfigError("epochs, batch size and patience must be at least 1, the seed at least 0")
 

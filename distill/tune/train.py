@@ -4,7 +4,9 @@ A sentence is the mean of its tokens' vectors (a torch ``EmbeddingBag``), exactl
 sentence-transformers exports compute: the table trained is the export's own, our words plus, for a run with
 piece vectors, the alphabetic pieces unknown words split into, tokenized by the export's tokenizer. It starts
 from a run's set prepared for sentences (unit, SIF-weighted) and is trained so that each corpus sentence's
-mean points where the teacher's embedding of that sentence points (cosine loss; same width, no projection).
+mean points where the teacher's embedding of that sentence points (same width, no projection; the loss,
+``--loss``, compares the two: their cosine by default, or their distance, an in-batch contrast, or the batch's
+cosine matrices).
 A seeded tenth of the sentences is held out; training stops when their loss stops falling, and the tuned table
 is the start moved ``blend`` of the way to the best epoch's.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn import functional
 
 from distill.errors import ConfigError
 from distill.names import set_files
@@ -64,10 +67,27 @@ def _batches(
 
 
 def _loss(
-    bag: torch.nn.EmbeddingBag, batch: tuple[torch.Tensor, torch.Tensor, np.ndarray], targets: torch.Tensor
+    bag: torch.nn.EmbeddingBag,
+    batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
+    targets: torch.Tensor,
+    options: TuneOptions,
 ) -> torch.Tensor:
+    """How far the batch's sentence means are from the teacher: ``cosine``, one minus each mean's cosine with
+    its target; ``mse``, the squared distance to it (targets scaled to the start's norms by ``tune``);
+    ``contrastive``, in-batch InfoNCE (each mean nearer its own target than the batch's others); ``relational``,
+    the squared gap between the batch's cosine matrix and the teacher's (only the similarities, what STS scores).
+    """
     flat, offsets, rows = batch
-    return 1 - torch.nn.functional.cosine_similarity(bag(flat, offsets), targets[rows], dim=1).mean()
+    means, goal = bag(flat, offsets), targets[rows]
+    if options.loss == "cosine":
+        return 1 - functional.cosine_similarity(means, goal, dim=1).mean()
+    if options.loss == "mse":
+        return functional.mse_loss(means, goal)
+    student, teacher = functional.normalize(means, dim=1), functional.normalize(goal, dim=1)
+    if options.loss == "contrastive":
+        logits = student @ teacher.T / options.temperature
+        return functional.cross_entropy(logits, torch.arange(len(rows)))
+    return ((student @ student.T - teacher @ teacher.T) ** 2).mean()
 
 
 def tune(
@@ -92,22 +112,26 @@ def tune(
     held, train = order[:n_held], order[n_held:]
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(vectors.astype(np.float32)), freeze=False, mode="mean")
+    if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
+        with torch.no_grad():
+            start = torch.cat([bag(flat, offsets) for flat, offsets, _ in _batches(ids, order, 4096)])
+        goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
     optimizer = torch.optim.Adam(bag.parameters(), lr=options.learning_rate)
     held_batches = _batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
-        best = float(np.mean([_loss(bag, b, goal).item() for b in held_batches]))
+        best = float(np.mean([_loss(bag, b, goal, options).item() for b in held_batches]))
     result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
     for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
         losses = []
         for batch in _batches(ids, rng.permutation(train), options.batch_size):
             optimizer.zero_grad()
-            loss = _loss(bag, batch, goal)
+            loss = _loss(bag, batch, goal, options)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
         with torch.no_grad():
-            held_loss = float(np.mean([_loss(bag, b, goal).item() for b in held_batches]))
+            held_loss = float(np.mean([_loss(bag, b, goal, options).item() for b in held_batches]))
         result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
         logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
         if held_loss < best:
