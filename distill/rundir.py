@@ -183,15 +183,25 @@ class RunDir:
             if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()
 
-    def counts(self, words: Sequence[str]) -> np.ndarray | None:
-        """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written."""
+    def counts(self, words: Sequence[str], vector_set: str | None = None) -> np.ndarray | None:
+        """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written. The words
+        ``vector_set`` added from the language's list (the last ones; its recipe's ``words_added``) count 0."""
         if not self.vocab_path.is_file():
             return None
+        added = self.words_added(vector_set) if vector_set is not None else 0
+        corpus = list(words[: len(words) - added])
         table = read_vocab_counts(member(self.path, VOCAB))
-        missing = next((w for w in words if w not in table), None)
+        missing = next((w for w in corpus if w not in table), None)
         if missing is not None:
             raise ConfigError(f"{self.vocab_path} does not list {missing!r}, a word of the run: it is damaged")
-        return np.array([table[w] for w in words], dtype=np.int64)
+        return np.array([table[w] for w in corpus] + [0] * added, dtype=np.int64)
+
+    def words_added(self, vector_set: str) -> int:
+        """How many of a set's words (the last) come from the language's list, read alone (0 for most sets)."""
+        manifest = self.manifest()
+        record = (manifest.get("derived") or {}).get(untuned_set(manifest, vector_set)) or {}
+        added = record.get("words_added", 0)
+        return added if isinstance(added, int) and added >= 0 else 0
 
     def set_for(self, layer: int | None = None, pooling: str = "pc") -> str:
         """The name of a layer's set (default: the run's first layer)."""
@@ -272,3 +282,9 @@ def load(path: str | Path, layer: int | None = None, pooling: str | None = None,
         run = RunDir(path)
         return run.load(run.resolve_set(vector_set, layer, pooling))
     return load_file(path)
+
+
+def untuned_set(manifest: dict[str, Any], vector_set: str) -> str:
+    """The set a tuned set was tuned from (that set's own, for one tuned again); ``vector_set`` for others."""
+    record = (manifest.get("derived") or {}).get(vector_set) or {}
+    return untuned_set(manifest, str(record["tuned_from"])) if "tuned_from" in record else vector_set

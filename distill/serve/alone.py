@@ -22,7 +22,7 @@ from distill.config import WORD, Template
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
-from distill.rundir import RunDir
+from distill.rundir import RunDir, untuned_set
 from distill.serve.formats import letters
 from distill.serve.pieces import PieceVectors, set_layers, with_rows
 from distill.vectors.postprocess import combine
@@ -106,7 +106,7 @@ def read_unseen_letters(run_dir: str | Path, set_name: str, pieces: PieceVectors
     if not unseen:
         return pieces
     manifest = RunDir(run_dir).manifest()
-    found = set_layers(manifest, _untuned(manifest, set_name))
+    found = set_layers(manifest, untuned_set(manifest, set_name))
     if found is None:
         return pieces
     try:
@@ -120,9 +120,3 @@ def read_unseen_letters(run_dir: str | Path, set_name: str, pieces: PieceVectors
     scale = np.median(have[have > 0]) if np.any(have > 0) else 1.0
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return with_rows(pieces, list(unseen), rows * (scale / np.where(norms == 0, 1.0, norms)))
-
-
-def _untuned(manifest: dict[str, Any], set_name: str) -> str:
-    """The set a tuned set was tuned from (that set's own, for one tuned again); ``set_name`` for others."""
-    recipe = (manifest.get("derived") or {}).get(set_name) or {}
-    return _untuned(manifest, str(recipe["tuned_from"])) if "tuned_from" in recipe else set_name

@@ -56,7 +56,7 @@ def prepared_set(
     recipe baked in (what ``distill evaluate`` scores a run folder's sentences with, too)."""
     manifest = run.manifest()
     kv = run.load(name)
-    counts = run.counts(kv.index_to_key)
+    counts = run.counts(kv.index_to_key, name)
     recipe = sentence_recipe(manifest, name, weighting)
     return kv, counts, recipe, apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
 

@@ -166,7 +166,7 @@ def train_table(
     manifest = run.manifest()
     kv = run.load(name)
     words = list(kv.index_to_key)
-    counts = run.counts(words)
+    counts = run.counts(words, name)
     texts, targets = read_teacher(run.path)
     start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest)).astype(np.float32)
     pieces = set_pieces(run.path, name)

@@ -10,6 +10,7 @@ from gensim.models import KeyedVectors
 import distill
 from distill.config import DEFAULT_TEMPLATE, TEMPLATES
 from distill.errors import ConfigError
+from distill.rundir import RunDir
 from distill.serve.compress import fit_pca, quantize
 from distill.serve.export import export_run, parse_formats
 from distill.serve.formats import Format, read_npy
@@ -413,6 +414,13 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
     again_name, again = derive(run.out, Recipe(layers=span, pooling="mean", alone=0.5, words=300))  # later, too
     assert again_name == name and again.index_to_key == kv.index_to_key
     np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)
+    # the sentence export reads them too, weighed as words the corpus never showed (SIF: count 0, weight 1)
+    from distill.serve.export import prepared_set
+
+    _, counts, recipe, prepared = prepared_set(RunDir(run.out), name)
+    assert counts is not None and not counts[len(corpus_words) :].any() and counts[: len(corpus_words)].all()
+    assert recipe.weighting.value == "sif"
+    np.testing.assert_allclose(prepared[-len(added) :], kv.get_normed_vectors()[-len(added) :], atol=1e-6)
     with pytest.raises(ConfigError, match="add --best"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
 
