@@ -34,13 +34,15 @@ distill: install
 # a word (beyond that vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word
 # tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at 0.15
 # in the recommended set, which also holds the 320k most frequent English words (wordfreq) read alone;
-# bfloat16 where the CPU has AMX (same scores, RESULTS.md)
-LARGE_LAYERS ?= 4-6
+# bfloat16 where the CPU has AMX (same scores, RESULTS.md). MPNet: its upper third, 8-12, and its words read alone
+# weighed 0.5 (its prompted readings are better: RESULTS.md, issue 34)
+LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,4-6)
+ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,0.15)
 LANGUAGE_WORDS ?= 320000
 AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
-		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight 0.15 --language-words $(LANGUAGE_WORDS) \
+		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight $(ALONE_WEIGHT) --language-words $(LANGUAGE_WORDS) \
 		--pieces --model-words \
 		--split-sentences $(AMX) \
 		--out $(or $(OUT),outputs/$(MODEL)-gutenberg) $(ARGS)
