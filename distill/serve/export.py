@@ -50,14 +50,15 @@ def sentence_recipe(manifest: dict[str, Any], name: str, weighting: Weighting | 
 
 
 def prepared_set(
-    run: RunDir, name: str, weighting: Weighting | str = "auto"
+    run: RunDir, name: str, weighting: Weighting | str | SentenceRecipe = "auto"
 ) -> tuple[Any, np.ndarray | None, SentenceRecipe, np.ndarray]:
-    """A set as its exports hold it: the vectors, their counts, the sentence recipe and the vectors with the
-    recipe baked in (what ``distill evaluate`` scores a run folder's sentences with, too)."""
+    """A set as its exports hold it: the vectors, their counts, the sentence recipe (``weighting``'s, or the
+    recipe given) and the vectors with the recipe baked in (what ``distill evaluate`` scores a run folder's
+    sentences with, and ``distill tune`` starts from)."""
     manifest = run.manifest()
     kv = run.load(name)
     counts = run.counts(kv.index_to_key, name)
-    recipe = sentence_recipe(manifest, name, weighting)
+    recipe = weighting if isinstance(weighting, SentenceRecipe) else sentence_recipe(manifest, name, weighting)
     return kv, counts, recipe, apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest))
 
 

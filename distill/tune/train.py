@@ -25,11 +25,11 @@ from torch.nn import functional
 from distill.errors import ConfigError
 from distill.names import set_files
 from distill.progress import track
-from distill.rundir import RunDir, words_per_line
-from distill.serve.export import set_pieces
+from distill.rundir import RunDir
+from distill.serve.export import prepared_set, set_pieces
 from distill.serve.formats import token_table
 from distill.serve.pieces import write_tuned_pieces
-from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
+from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
@@ -163,14 +163,11 @@ def train_table(
     run: RunDir, name: str, recipe: SentenceRecipe, options: TuneOptions, progress: bool = False
 ) -> TunedTable:
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept."""
-    manifest = run.manifest()
-    kv = run.load(name)
+    kv, counts, _, start = prepared_set(run, name, recipe)
     words = list(kv.index_to_key)
-    counts = run.counts(words, name)
     texts, targets = read_teacher(run.path)
-    start = apply_recipe(kv.vectors, counts, recipe, words_per_line(manifest)).astype(np.float32)
     pieces = set_pieces(run.path, name)
-    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), pieces)
+    tokenizer, rows = token_table(words, start, bool(run.manifest()["vocabulary"]["lowercase"]), pieces)
     ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
     result = tune(rows, ids, targets[keep], options, progress)
     return TunedTable(name, words, counts, pieces, tokenizer, rows, result)
