@@ -32,10 +32,10 @@ distill: install
 
 # Every word covered, on the whole 12M-word Gutenberg sample: greedy sampling of single sentences, 25 occurrences
 # a word (beyond that vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word
-# tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at 0.15
+# tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at ALONE_WEIGHT
 # in the recommended set, which also holds the 320k most frequent English words (wordfreq) read alone;
-# bfloat16 where the CPU has AMX (same scores, RESULTS.md). MPNet: its upper third, 8-12, and its words read alone
-# weighed 0.5 (its prompted readings are better: RESULTS.md, issue 34)
+# bfloat16 where the CPU has AMX (same scores, RESULTS.md). Layers 4-6 and W 0.15 (MiniLM); MPNet: its upper third,
+# 8-12, and W 0.5 (its prompted readings are better: RESULTS.md, issue 34)
 LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,4-6)
 ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,0.15)
 LANGUAGE_WORDS ?= 320000
