@@ -160,16 +160,26 @@ class TunedTable:
 
 
 def train_table(
-    run: RunDir, name: str, recipe: SentenceRecipe, options: TuneOptions, progress: bool = False
+    run: RunDir,
+    name: str,
+    recipe: SentenceRecipe,
+    options: TuneOptions,
+    progress: bool = False,
+    sentences: int | None = None,
 ) -> TunedTable:
-    """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept."""
+    """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
+    (``sentences``: a seeded sample of that many of them, for learning curves)."""
     kv, counts, _, start = prepared_set(run, name, recipe)
     words = list(kv.index_to_key)
     texts, targets = read_teacher(run.path)
     pieces = set_pieces(run.path, name)
     tokenizer, rows = token_table(words, start, bool(run.manifest()["vocabulary"]["lowercase"]), pieces)
     ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
-    result = tune(rows, ids, targets[keep], options, progress)
+    targets = targets[keep]
+    if sentences is not None and sentences < len(ids):
+        chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
+        ids, targets = [ids[i] for i in chosen], targets[chosen]
+    result = tune(rows, ids, targets, options, progress)
     return TunedTable(name, words, counts, pieces, tokenizer, rows, result)
 
 

@@ -26,7 +26,7 @@ from distill.serve.weighting import (
 )
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
-from distill.tune.train import tune, tune_run
+from distill.tune.train import train_table, tune, tune_run
 from distill.vectors.keyed import to_keyed_vectors
 
 from ..conftest import TINY_CORPUS
@@ -238,3 +238,13 @@ def test_a_slow_encoder_shows_progress_over_chunks_with_the_same_vectors():
 
     out = with_progress(encode, "encoding", disable=True, chunk=2)(["a", "bb", "ccc"])
     assert calls == [2, 1] and out.tolist() == [[1, 1], [2, 1], [3, 1]] and out.dtype == np.float32
+
+
+def test_tuning_on_a_sample_of_the_sentences_is_seeded(teacher_run):
+    run = RunDir(teacher_run.out)
+    name, options = teacher_run.manifest["best"], TuneOptions(epochs=1, batch_size=16)
+    full = train_table(run, name, SentenceRecipe(Weighting.SIF), options)
+    first, again = (train_table(run, name, SentenceRecipe(Weighting.SIF), options, sentences=30) for _ in range(2))
+    assert full.result.sentences > 30 and first.result.sentences == again.result.sentences == 30
+    np.testing.assert_array_equal(first.result.vectors, again.result.vectors)
+    assert np.abs(first.result.vectors - full.result.vectors).max() > 1e-4  # fewer targets, another training
