@@ -18,17 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from distill.evaluation.sentences import load_sts, model2vec_encoder, score_sts
+from distill.evaluation.sentences import Encode, load_sts, model2vec_encoder, score_sts
 from distill.serve.export import export_run
 from distill.serve.formats import Format, size_on_disk
 
 DTYPES = ("float32", "float16", "int8")
 
 
-def best_speeds(folders: list[Path], sentences: list[str], repeats: int) -> list[float]:
-    """Sentences/s of each model2vec folder: the best of ``repeats`` rounds, each round timing every folder."""
-    encoders = [model2vec_encoder(path) for path in folders]
-    best = [0.0] * len(folders)
+def best_speeds(encoders: list[Encode], sentences: list[str], repeats: int) -> list[float]:
+    """Sentences/s of each encoder: the best of ``repeats`` rounds, each round timing every encoder."""
+    best = [0.0] * len(encoders)
     for _ in range(repeats):
         for i, encode in enumerate(encoders):
             t0 = time.perf_counter()
@@ -47,19 +46,19 @@ def main() -> None:
     args = parser.parse_args()
     pairs = load_sts()
     dims = [None if d == "full" else int(d) for d in args.dims.split(",")]
-    rows, folders = [], []
+    rows, encoders = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for dtype, dim, top in itertools.product(DTYPES, dims, (None, args.top_words)):
             out = Path(tmp) / f"{dtype}-{dim}-{top}"
             (path, _), *_ = export_run(args.run_dir, vector_set=args.vector_set, formats=[Format.MODEL2VEC], out=out,
                                        dtype=dtype, scale="vector", dims=dim, top_words=top)  # fmt: skip
-            score = score_sts(model2vec_encoder(path), pairs, path.name)
+            encoders.append(model2vec_encoder(path))
+            score = score_sts(encoders[-1], pairs, path.name)
             splits = " | ".join(f"{v:.1f}" for v in score.mteb().values())
             rows.append(f"| {dtype} | {dim or 'full'} | {f'top {top:,}' if top else 'all'} | "
                         f"{size_on_disk(path) / 1e6:.2f} | {splits} | {score.mteb_mean():.1f} | "
                         f"{score.mean_13_16():.1f} |")  # fmt: skip
-            folders.append(path)
-        speeds = best_speeds(folders, pairs.first + pairs.second, args.repeats)
+        speeds = best_speeds(encoders, pairs.first + pairs.second, args.repeats)
     print(f"{args.run_dir}, set {args.vector_set}: model2vec folders read by StaticModel.from_pretrained")
     print(f"(sentences/s: the best of {args.repeats} rounds of {len(pairs.first) * 2:,} sentences)")
     print()
