@@ -97,7 +97,10 @@ def _tidy(param: Any, ctx: Any) -> None:
 def tidy_help(command: Any) -> None:
     """Metavars as command-line tools spell them (``TEXT``, ``INTEGER``, ``[pc|mean]``, nothing for a flag,
     arguments by name: ``VECTORS WORDS...``) where typer shows ``<list[str]>``, ``<bool>`` and ``{vectors}``;
-    for every command, the group and each ``--help``."""
+    for every command, the group and each ``--help``. An older typer, which has no ``display_type_rich``, keeps
+    click's metavars, already spelt so."""
+    if not hasattr(typer.core.TyperOption, "display_type_rich"):
+        return
     for sub in [command, *command.commands.values()]:
         ctx = typer.Context(sub)
         for param in sub.params:

@@ -186,6 +186,22 @@ def test_help_names_values_as_command_line_tools_do():
     assert "<bool>" not in _cli("--help").stdout and "<list[str]>" not in _cli("run", "--help").stdout
 
 
+def test_help_tidying_leaves_an_older_typer_as_it_spells_values(monkeypatch):
+    """A typer without display_type_rich (older ones, as on a GPU image seen here) names values as click
+    does: the tidying must leave it alone rather than fail before any command runs."""
+    import typer
+
+    from distill.cli.app import app, tidy_help
+
+    command = typer.main.get_command(app)
+    before = {(sub.name, p.name): p.metavar for sub in command.commands.values() for p in sub.params}  # type: ignore[attr-defined]
+    for cls in (typer.core.TyperOption, *typer.core.TyperOption.__mro__[1:]):
+        if "display_type_rich" in vars(cls):
+            monkeypatch.delattr(cls, "display_type_rich")
+    tidy_help(command)
+    assert {(sub.name, p.name): p.metavar for sub in command.commands.values() for p in sub.params} == before  # type: ignore[attr-defined]
+
+
 def test_model_refuses_a_dtype_it_cannot_export_before_distilling(tmp_path):
     done = _cli("model", "--dtype", "bfloat16", "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"))
     assert done.returncode == 2 and _error_line(done).startswith("error: --dtype bfloat16 is not available")
