@@ -125,7 +125,7 @@ bench: install
 gpu-carry: install
 	rm -rf .whl .gpu .gpu2 && mkdir -p .whl .gpu/tokenizer .gpu2
 	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-		--platform manylinux_2_28_x86_64 -d .whl gensim==4.4.0 faiss-cpu==1.15.1
+		--platform manylinux_2_28_x86_64 -d .whl gensim==4.4.0 smart_open==9.0.2 faiss-cpu==1.15.1
 	cp $(foreach f,tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt,$(MODELS)/all-MiniLM-L6-v2/$(f)) .gpu/tokenizer/
 	cp $(DATA)/corpus/sts/sts_2012_2016_sentences.txt .gpu/
 	xz -T2 -6 -c $(DATA)/corpus/gutenberg/gutenberg_en_sample.txt > .gpu2/gutenberg_en_sample.txt.xz

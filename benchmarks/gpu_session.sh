@@ -7,9 +7,10 @@
 #   bash benchmarks/gpu_session.sh 2        # device call 2 within 30 s of the first, carry .gpu2 (about 65 MB)
 #
 # Part 1: a random BERT-base (12 layers x 768, MiniLM's tokenizer) built from a seeded config, CPU vs GPU
-# vectors, throughput of all layers and of layer 1 against the tuned bare forward, the host ceiling with the
-# cores as workers. Part 2: MiniLM (float16 copy) throughput, then the 12M-word Gutenberg sample distilled
-# on the GPU with the random BERT-base, all layers (manifest: tokens, tokens/s, stage times, peak memory).
+# vectors, throughput of all layers (three token budgets) and of layer 1 against the tuned bare forward, where
+# the time goes (benchmarks/gpu_profile.py), the host ceiling with the cores as workers. Part 2: MiniLM (float16
+# copy) throughput, then the 12M-word Gutenberg sample distilled on the GPU with the random BERT-base, all
+# layers (manifest: tokens, tokens/s, stage times, peak memory).
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
 part=${1:?"which part: 1 or 2"}
@@ -43,6 +44,12 @@ from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/ber
     fi
     step bert-all python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all --device "$device" \
         --corpus "$work/sts.txt" --chunk-size 65536
+    for budget in 65536 131072; do  # the tuned forward: which token budget per batch is fastest
+        step "bert-all-$budget" python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all \
+            --device "$device" --corpus "$work/sts.txt" --chunk-size 65536 --batch-tokens "$budget"
+    done
+    step profile python3 benchmarks/gpu_profile.py --model "$work/bert-base-random" --corpus "$work/sts.txt" \
+        --device "$device"
     step bert-layer1 python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers 1 --device "$device" \
         --corpus "$work/sts.txt" --chunk-size 65536
     step host python3 benchmarks/host_ceiling.py --model "$work/bert-base-random" --corpus "$work/sts.txt" --stages
