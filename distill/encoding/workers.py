@@ -16,7 +16,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -91,8 +91,7 @@ def pack_prepared(prepared: list[PreparedWindow]) -> dict[str, Any]:
     }
 
 
-def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob], first: int = 0) -> list[PreparedWindow]:
-    """What :func:`pack_prepared` packed, for ``jobs``: the sentences ``first``, ``first + 1`` ... of a chunk."""
+def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob]) -> list[PreparedWindow]:
     t, o = bounds(packed["tokens"]), bounds(packed["occurrences"])
     ids, starts, ends, content, fresh = (packed[k] for k in ("ids", "starts", "ends", "content", "fresh"))
     rows, tok, pieces = packed["rows"], packed["tok"], packed["pieces"]
@@ -100,7 +99,7 @@ def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob], first: int 
     prepared = []
     for i, sentence in enumerate(packed["sentence"]):
         a, b, lo, hi = t[i], t[i + 1], o[i], o[i + 1]
-        window = Window(first + sentence, ids[a:b].tolist(), starts[a:b], ends[a:b], content[a:b], fresh[a:b])
+        window = Window(sentence, ids[a:b].tolist(), starts[a:b], ends[a:b], content[a:b], fresh[a:b])
         job = jobs[sentence]
         prepared.append(PreparedWindow(window, rows[lo:hi], tok[piece_bounds[lo] : piece_bounds[hi]],
                                        pieces[lo:hi], (job.sentence_id, job.text)))  # fmt: skip
@@ -122,42 +121,30 @@ def prepared_chunks(
 ) -> Iterator[tuple[list[PreparedWindow], EncodeStats]]:
     """Each chunk prepared (:func:`sort_prepared`), in order; a ``None`` chunk (done before a checkpoint) gives
     no windows. ``workers`` > 0 prepares them in that many processes, when the model's tokenizer can be
-    sent to one (``window_tokenizer``): each chunk is cut into a part per worker, and the parts' sorted
-    windows are merged by a stable sort, which gives the very order one process would have."""
+    sent to one (``window_tokenizer``)."""
     if workers < 1 or not hasattr(model, "window_tokenizer"):
         for jobs in chunks:
             yield sort_prepared(model, jobs, stride) if jobs is not None else ([], EncodeStats())
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    pending: deque[list[tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob], int]]] = deque()
+    pending: deque[tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None] = deque()
     with ProcessPoolExecutor(
         workers, context, initializer=_start, initargs=(model.window_tokenizer(stride), stride)
     ) as pool:
         for jobs in chunks:
-            parts = _parts(jobs or [], workers)
-            pending.append([(pool.submit(_prepare, pack_jobs(part)), part, first) for part, first in parts])
-            while len(pending) > 2:  # this chunk's parts in flight, and the next chunk's
-                yield _merged(pending.popleft())
+            pending.append((pool.submit(_prepare, pack_jobs(jobs)), jobs) if jobs is not None else None)
+            while len(pending) > 2 * workers:
+                yield _result(pending.popleft())
         while pending:
-            yield _merged(pending.popleft())
+            yield _result(pending.popleft())
 
 
-def _parts(jobs: list[SentenceJob], n: int) -> list[tuple[list[SentenceJob], int]]:
-    """``jobs`` in at most ``n`` consecutive parts of near-equal size, each with the index of its first job."""
-    edges = np.linspace(0, len(jobs), min(n, len(jobs)) + 1).round().astype(int).tolist()
-    return [(jobs[lo:hi], lo) for lo, hi in pairwise(edges)]
-
-
-def _merged(
-    sent: list[tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob], int]],
+def _result(
+    sent: tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None,
 ) -> tuple[list[PreparedWindow], EncodeStats]:
-    """A chunk's parts, back from the workers, as one chunk: counts added, windows stably sorted by length."""
-    prepared: list[PreparedWindow] = []
-    counts = EncodeStats()
-    for future, jobs, first in sent:
-        packed, part_counts = future.result()
-        prepared += unpack_prepared(packed, jobs, first)
-        counts.add(part_counts)
-    prepared.sort(key=lambda p: len(p.window.ids))
-    return prepared, counts
+    if sent is None:
+        return [], EncodeStats()
+    future, jobs = sent
+    packed, counts = future.result()
+    return unpack_prepared(packed, jobs), counts
