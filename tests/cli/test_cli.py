@@ -194,12 +194,16 @@ def test_help_tidying_leaves_an_older_typer_as_it_spells_values(monkeypatch):
     from distill.cli.app import app, tidy_help
 
     command = typer.main.get_command(app)
-    before = {(sub.name, p.name): p.metavar for sub in command.commands.values() for p in sub.params}  # type: ignore[attr-defined]
-    for cls in (typer.core.TyperOption, *typer.core.TyperOption.__mro__[1:]):
+
+    def metavars():
+        return {(sub.name, p.name): p.metavar for sub in command.commands.values() for p in sub.params}
+
+    before = metavars()
+    for cls in typer.core.TyperOption.__mro__:
         if "display_type_rich" in vars(cls):
             monkeypatch.delattr(cls, "display_type_rich")
     tidy_help(command)
-    assert {(sub.name, p.name): p.metavar for sub in command.commands.values() for p in sub.params} == before  # type: ignore[attr-defined]
+    assert metavars() == before
 
 
 def test_model_refuses_a_dtype_it_cannot_export_before_distilling(tmp_path):
