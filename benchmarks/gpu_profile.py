@@ -34,7 +34,12 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=65536)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="distill-profile-"))
+    with tempfile.TemporaryDirectory(prefix="distill-profile-") as tmp:
+        profile(args, Path(tmp))
+
+
+def profile(args: argparse.Namespace, tmp: Path) -> None:
+    """The two profiled runs, their output under ``tmp``."""
 
     def config(name: str) -> RunConfig:
         return RunConfig(model=args.model, corpus=(args.corpus,), out=str(tmp / name), layers=args.layers,

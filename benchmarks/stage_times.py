@@ -25,9 +25,9 @@ if __name__ == "__main__":  # the tokenizing workers re-import this module: run 
     parser.add_argument("--chunk-size", type=int, default=65536)
     args = parser.parse_args()
     t0 = time.perf_counter()
-    result = distill.run(model=args.model, corpus=args.corpus, layers="all", pooling="mean", device=args.device,
-                         chunk_size=args.chunk_size, tokenize_workers=args.workers, progress=False,
-                         out=tempfile.mkdtemp(prefix="distill-stages-") + "/run")  # fmt: skip
-    manifest = result.manifest
+    with tempfile.TemporaryDirectory(prefix="distill-stages-") as tmp:
+        manifest = distill.run(model=args.model, corpus=args.corpus, layers="all", pooling="mean",
+                               device=args.device, chunk_size=args.chunk_size, tokenize_workers=args.workers,
+                               progress=False, out=f"{tmp}/run").manifest  # fmt: skip
     print(f"{distill.__file__}: wall {time.perf_counter() - t0:.1f} s, tokens {manifest['encoding']['tokens']:,}, "
           f"stages {json.dumps(manifest['timings_seconds'])}")  # fmt: skip
