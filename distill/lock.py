@@ -2,13 +2,15 @@
 
 A process that waited for the lock checks, once it holds it, that the file it locked is still the one at the
 path (the holder it waited for may have removed it) and locks again if not: so the file can be removed on
-release, and no folder keeps a lock file once its commands are done.
+release, and no folder keeps a lock file once its commands are done. The thread that holds a lock may take it
+again by waiting for it (a step of a run that changes the run's manifest): that inner hold lets nothing go.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -38,15 +40,24 @@ def _lock(handle: IO[str], wait: bool) -> bool:
     return True
 
 
+_held: set[tuple[str, int]] = set()  # (lock file, thread) of each lock this process holds
+
+
 class FolderLock:
     """The lock file ``path``; :meth:`acquire` takes it, :meth:`release` removes it and lets go."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._handle: IO[str] | None = None
+        self._key = ("", 0)  # (lock file, thread) once acquired
+        self._nested = False
 
     def acquire(self, wait: bool) -> bool:
         """Take the lock (waiting for another holder with ``wait``); False when it is held and not ``wait``."""
+        key = (os.path.realpath(self.path), threading.get_ident())
+        if wait and key in _held:  # this thread holds it already
+            self._nested = True
+            return True
         while True:
             try:
                 handle = open(self.path, "a")  # noqa: SIM115  (held until release())
@@ -63,12 +74,17 @@ class FolderLock:
                 same = False
             if same:
                 self._handle = handle
+                self._key = key
+                _held.add(key)
                 return True
             handle.close()  # the holder we waited for removed that file: lock the one there now
 
     def release(self) -> None:
-        """Remove the lock file and let go (the next holder locks a new one)."""
-        if self._handle is not None:
+        """Remove the lock file and let go (the next holder locks a new one); an inner hold lets nothing go."""
+        if self._nested:
+            self._nested = False
+        elif self._handle is not None:
+            _held.discard(self._key)
             with contextlib.suppress(OSError):
                 self.path.unlink()
             self._handle.close()

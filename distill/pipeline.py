@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from distill.analysis.measures import IntraSentence
 from distill.config import Pooling, RunConfig
@@ -31,6 +32,7 @@ from distill.tune.teacher import TeacherTargets, teacher_pooling
 from distill.workdir import WorkDir, open_run
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -70,6 +72,13 @@ def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -
 
 def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
+    return run_pipeline_then(config, lambda result: result)
+
+
+def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
+    """:func:`run_pipeline`, then ``step`` on its result before the run counts as finished: under the run's
+    lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
+    from the finished encoding (``distill model``'s tuning and export)."""
     timings = Timings()
     plan = plan_run(config)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
@@ -93,13 +102,15 @@ def run_pipeline(config: RunConfig) -> RunResult:
                               resume=opened.reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip
         encoded.store.close()
+        opened.encoded = True
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         run = Encoded(encoder, vocab, stats, sample, encoded)
         with timings("reduce_and_write"):
             reduced = write_sets(plan, run, [o for o in (pieces, teacher) if o is not None])
         manifest = write_record(plan, run, reduced, intra, timings).to_json()
+        stepped = step(RunResult(out=plan.out, vectors=reduced.vectors, manifest=manifest))
         opened.finished = True
-        return RunResult(out=plan.out, vectors=reduced.vectors, manifest=manifest)
+        return stepped
 
 
 def summary(result: RunResult) -> str:
@@ -119,4 +130,4 @@ def summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RunResult", "load", "run_pipeline", "summary"]
+__all__ = ["RunResult", "load", "run_pipeline", "run_pipeline_then", "summary"]

@@ -73,12 +73,14 @@ def streamed(corpus: str) -> bool:
 @dataclass
 class OpenRun:
     """A run folder claimed for one run: its work folder, whether a checkpoint there is reused, the corpus
-    to read (inputs that can be read only once copied in), and whether the run ``finished``."""
+    to read (inputs that can be read only once copied in), whether the run has ``encoded`` (bad input found
+    after that keeps the work folder: the encoding is worth resuming) and whether it ``finished``."""
 
     out: Path
     work: WorkDir
     reused: bool
     corpus: tuple[str, ...]
+    encoded: bool = False
     finished: bool = False
 
 
@@ -105,7 +107,8 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         run.clear_previous()  # under the lock: a finished folder never mixes two runs
         yield opened
     except ConfigError:
-        opened.finished = failed = True  # bad input: nothing worth resuming
+        failed = True
+        opened.finished = opened.finished or not opened.encoded  # bad input before encoding: nothing to resume
         raise
     except KeyboardInterrupt as err:
         how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"

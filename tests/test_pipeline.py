@@ -201,6 +201,33 @@ def test_write_error_in_the_writer_thread_reaches_the_caller(tiny_bert_dir, tmp_
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("error", [RuntimeError, ConfigError])
+def test_a_step_after_the_run_that_fails_goes_on_from_the_finished_encoding(tiny_bert_dir, tmp_path, caplog, error):
+    from distill.config import RunConfig
+    from distill.names import WORK_DIR
+    from distill.pipeline import run_pipeline_then
+    from distill.rundir import RunDir
+
+    out, whole = tmp_path / "out", _run(tiny_bert_dir, tmp_path / "whole", layers="1")
+    config = RunConfig(model=str(tiny_bert_dir), corpus=(str(TINY_CORPUS),), out=str(out), min_count=2,
+                       max_occurrences=5, checkpoint_every=0, progress=False)  # fmt: skip
+
+    def tune(result):  # as distill model's tuning does: a set added to the manifest, under the run's own lock
+        RunDir(result.out).add_set("layer1.pc.tuned", {"recipe": "x"}, [])
+        raise error("the tuning failed")
+
+    with pytest.raises(error, match="the tuning failed"):
+        run_pipeline_then(config, tune)
+    assert (out / WORK_DIR / "checkpoint.npz").is_file() and not (out / ".distill.lock").exists()
+    assert "layer1.pc.tuned" in json.loads((out / "manifest.json").read_text())["derived"]
+    with caplog.at_level("INFO", logger="distill"):
+        manifest = run_pipeline_then(config, lambda result: RunDir(result.out).manifest())
+    assert "the encoding pass was complete" in caplog.text  # not encoded again
+    assert "derived" not in manifest and manifest["resumed_from_chunk"] is not None  # the failed step's set went
+    assert (out / "layer1.pc.bin").read_bytes() == (whole.out / "layer1.pc.bin").read_bytes()
+    assert not (out / WORK_DIR).exists()
+
+
 def test_model_words_get_the_state_of_the_word_read_alone(tiny_bert_dir, tmp_path):
     import torch
     from transformers import AutoModel, AutoTokenizer

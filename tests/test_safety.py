@@ -187,6 +187,25 @@ def test_the_run_lock_waits_and_lets_go(run_copy):
     assert order == ["first", "second"] and not (run_copy / ".distill.lock").exists()
 
 
+def test_the_thread_holding_the_run_lock_may_change_the_manifest_and_a_second_run_is_still_refused(run_copy):
+    run = RunDir(run_copy)
+    holder = run.claim()
+    try:
+        run.update_manifest([], lambda m: m.setdefault("derived", {}).update(inner={"recipe": "x"}))  # no deadlock
+        assert (run_copy / ".distill.lock").exists()  # the inner hold let nothing go
+        with pytest.raises(ConfigError, match="another distill run is writing to"):
+            run.claim()
+        other = threading.Thread(target=lambda: run.update_manifest([]))  # another thread waits, as before
+        other.start()
+        other.join(0.5)
+        assert other.is_alive()
+    finally:
+        holder.release()
+    other.join(10)
+    assert not other.is_alive() and not (run_copy / ".distill.lock").exists()
+    assert "inner" in run.manifest()["derived"]
+
+
 # -- 4. honest held-out claims
 
 

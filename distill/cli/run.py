@@ -266,8 +266,9 @@ def model(
 ) -> None:
     """The recommended production model in one command: distil (the recommended set, the teacher's sentence
     embeddings kept), tune toward the teacher, export model2vec and sentence-transformers folders with a
-    model card, and score them on STS."""
-    from distill.pipeline import run_pipeline
+    model card, and score them on STS. Stopped at any point, the same command goes on from its last checkpoint
+    (after the encoding: from the finished encoding)."""
+    from distill.pipeline import run_pipeline_then
     from distill.production import build_model
 
     setup_logging(verbose, progress)
@@ -276,6 +277,8 @@ def model(
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
                              best=True, teacher=True, model_words=True, split_sentences=True,
                              progress=progress)  # fmt: skip
-        folders, summary_lines = build_model(run_pipeline(config), tune_epochs, progress, dtype, dims, top_words)
+        folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
+            config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words)
+        )
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))
