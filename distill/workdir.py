@@ -108,7 +108,7 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         yield opened
     except ConfigError:
         failed = True
-        opened.finished = opened.finished or not opened.encoded  # bad input before encoding: nothing to resume
+        opened.finished = not opened.encoded  # bad input before the encoding finished: nothing to resume
         raise
     except KeyboardInterrupt as err:
         how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
