@@ -1,0 +1,87 @@
+"""Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, or each word alone.
+
+    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words] [--blends 0.5,0.75,1]
+
+STS sentences are short (about ten words), the corpus sentences a run keeps as targets longer. ``spans``
+adds, for each kept sentence of eight words or more, one seeded span of 3 to 15 of its words; ``words`` adds
+each alphabetic word of the set read alone. The teacher (the run's model through sentence-transformers)
+embeds the added texts; the export table is trained as ``distill tune`` trains it (defaults, cosine loss) on
+the kept sentences plus the added ones, nothing written to the run, and every blend is scored as the
+model2vec export reads sentences: all pairs of STS 2012-2014 (dev) and the MTEB splits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from model2vec import StaticModel
+from sentence_transformers import SentenceTransformer
+
+from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.rundir import RunDir
+from distill.serve.export import prepared_set, set_pieces
+from distill.serve.formats import token_table
+from distill.serve.weighting import SentenceRecipe, Weighting
+from distill.tune.options import TuneOptions
+from distill.tune.teacher import read_teacher
+from distill.tune.train import sentence_ids, tune
+
+
+def spans(texts: list[str], seed: int = 0) -> list[str]:
+    """One seeded span of 3-15 words from each text of eight words or more (never the whole text)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for text in texts:
+        words = text.split()
+        if len(words) >= 8:
+            n = int(rng.integers(3, min(16, len(words) - 1) + 1))
+            lo = int(rng.integers(0, len(words) - n + 1))
+            out.append(" ".join(words[lo : lo + n]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run")
+    parser.add_argument("--set", default=None)
+    parser.add_argument("--extra", default="none,spans,words")
+    parser.add_argument("--blends", default="0.5,0.75,1")
+    args = parser.parse_args()
+    run = RunDir(args.run)
+    name = run.resolve_set(args.set)
+    kv, _, _, start = prepared_set(run, name, SentenceRecipe(Weighting.SIF))
+    words = list(kv.index_to_key)
+    texts, targets = read_teacher(run.path)
+    manifest = run.manifest()
+    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), set_pieces(run.path, name))
+    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
+    targets = targets[keep]
+    teacher = SentenceTransformer(manifest["model"]["source"], device="cpu")
+    pairs = load_sts()
+    print("| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | STS12 (test) | "
+          "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
+    print("|---|---|---|---:|---:|" + "---:|" * 8)
+    for extra in args.extra.split(","):
+        added = {"none": [], "spans": spans(texts), "words": [w for w in words if w.isalpha()]}[extra]
+        t0 = time.perf_counter()
+        all_ids, all_targets = ids, targets
+        if added:
+            embedded = teacher.encode(added, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
+            added_ids, added_keep = sentence_ids(added, tokenizer, len(rows) - 1)
+            all_ids, all_targets = ids + added_ids, np.concatenate([targets, embedded[added_keep]])
+        t1 = time.perf_counter()
+        result = tune(rows, all_ids, all_targets, TuneOptions())
+        t2 = time.perf_counter()
+        for blend in (float(b) for b in args.blends.split(",")):
+            model = StaticModel(rows + np.float32(blend) * (result.vectors - rows), tokenizer, normalize=False)
+            score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
+            years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
+            print(f"| {extra} | {len(ids):,} + {len(all_ids) - len(ids):,} | {t1 - t0:.0f}, {t2 - t1:.0f} | "
+                  f"{result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
+                  f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
