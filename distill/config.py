@@ -13,33 +13,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from distill.choices import Choice
 from distill.errors import ConfigError
 
 E = TypeVar("E", bound=enum.Enum)
 
 
-class Pooling(str, enum.Enum):
+class Pooling(Choice):
     """How a word's occurrence matrix becomes one vector."""
 
     PC = "pc"  # top right singular vector of the uncentered occurrences, signed toward their mean
     MEAN = "mean"  # mean of the occurrences
 
 
-class EncodingErrors(str, enum.Enum):
+class EncodingErrors(Choice):
     """What to do with bytes that are not UTF-8."""
 
     STRICT = "strict"  # stop with the file and line
     REPLACE = "replace"  # replace them with U+FFFD and count the lines
 
 
-class Sampling(str, enum.Enum):
+class Sampling(Choice):
     """How each word's occurrences are picked."""
 
     UNIFORM = "uniform"  # drawn from all of the word's occurrences
     GREEDY = "greedy"  # shuffled lines, encoding only those holding a word still short of occurrences
 
 
-class StoreKind(str, enum.Enum):
+class StoreKind(Choice):
     """Where occurrence vectors wait for the reduction."""
 
     AUTO = "auto"
@@ -48,14 +49,14 @@ class StoreKind(str, enum.Enum):
     DEVICE = "device"
 
 
-class Engine(str, enum.Enum):
+class Engine(Choice):
     """Who runs the encoding pass."""
 
     LOCAL = "local"
     RAY = "ray"
 
 
-class DType(str, enum.Enum):
+class DType(Choice):
     """Numbers: those the model runs in, the occurrence store holds, an export stores. Each use takes some of
     them (:func:`check_dtype`)."""
 
@@ -80,7 +81,7 @@ def check_dtype(dtype: DType | str, allowed: Sequence[DType], option: str) -> DT
     return found
 
 
-class Oov(str, enum.Enum):
+class Oov(Choice):
     """What a word outside the vocabulary gets, in the benchmarks and in ``distill.load``."""
 
     STANDARD = "standard"  # skip items with a missing word; coverage reported
@@ -135,7 +136,7 @@ class Template:
         return next((name for name, text in TEMPLATES.items() if text == self.text), self.text)
 
 
-class Effect(str, enum.Enum):
+class Effect(Choice):
     """What an option changes: read by the checkpoint (resume) and the table (reuse of a finished run)."""
 
     VECTORS = "vectors"  # the vectors themselves

@@ -115,6 +115,7 @@ def test_a_reused_output_folder_holds_only_the_new_run(tiny_bert_dir, tmp_path):
     done = _cli("neighbors", str(out), "king", "--layers", "2")
     _one_error(done, "has no set layer2.pc")
     _one_error(_cli("neighbors", str(out), "king", "--layer", "2"), "has no set layer2.pc")  # the old spelling
+    _one_error(_cli("derive", str(out), "--layers", "2", "--pooling", "mean"), "distil layer 2 with pooling mean first")
 
 
 def test_a_manifest_that_distill_did_not_write_is_never_overwritten(tiny_bert_dir, tmp_path):

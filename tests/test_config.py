@@ -132,3 +132,19 @@ def test_alone_templates_fill_the_word_in_and_are_spelled_back_as_given():
 def test_an_alone_template_without_one_word_placeholder_is_refused(spec):
     with pytest.raises(ConfigError, match="must hold \\{word\\} once"):
         RunConfig(alone_template=spec)
+
+
+def test_every_option_enum_prints_as_its_value():
+    import distill.cli.run
+    import distill.vectors.faiss_index  # noqa: F401  (each module defining a Choice)
+    from distill.choices import Choice
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for s in cls.__subclasses__() for c in (s, *subclasses(s))]
+
+    enums = subclasses(Choice)
+    assert {c.__name__ for c in enums} >= {"Pooling", "Oov", "DType", "IndexKind", "WeightingChoice"}
+    for enum_class in enums:
+        for member in enum_class:
+            assert f"{member}" == str(member) == member.value and f"{member:>12}" == f"{member.value:>12}"
+    assert f"pooling {Pooling.MEAN}" == "pooling mean"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 import logging
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
+from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, parse_choices
@@ -16,7 +16,7 @@ from distill.errors import ConfigError
 from distill.names import ANALYSIS_REPORT
 
 
-class Case(str, enum.Enum):
+class Case(Choice):
     """How benchmark words are cased before lookup."""
 
     AUTO = "auto"  # lower when the vocabulary has no capitals

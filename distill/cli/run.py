@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
+from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
@@ -18,7 +18,7 @@ from distill.vectors.faiss_index import IndexKind
 from distill.vectors.postprocess import Combine
 
 
-class WeightingChoice(str, enum.Enum):
+class WeightingChoice(Choice):
     """--weighting of distill export."""
 
     AUTO = "auto"

@@ -9,7 +9,6 @@ same way from the vectors it holds in memory (:func:`derived_vectors` with its o
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from distill.choices import Choice
 from distill.config import Layers, Pooling, parse_choices
 from distill.errors import ConfigError
 from distill.lexicon import frequent_words
@@ -31,7 +31,7 @@ SetLoader = Callable[[int, Pooling], Any]
 AloneReader = Callable[[list[str], list[int]], np.ndarray]
 
 
-class DerivePooling(str, enum.Enum):
+class DerivePooling(Choice):
     """Which pooled vectors of each layer enter the set."""
 
     PC = "pc"

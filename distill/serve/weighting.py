@@ -11,16 +11,16 @@ sentence-transformers loaders (a sentence = the mean of its words' vectors) appl
 
 from __future__ import annotations
 
-import enum
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from distill.choices import Choice
 from distill.errors import ConfigError
 from distill.vectors.keyed import l2_normalize
 
 
-class Weighting(str, enum.Enum):
+class Weighting(Choice):
     """How much each word counts in a sentence."""
 
     NONE = "none"

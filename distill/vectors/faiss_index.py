@@ -7,7 +7,6 @@ indexes are built and searched on it; files are always written as CPU indexes, s
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,13 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from distill.choices import Choice
 from distill.config import parse_choices
 from distill.errors import ConfigError
 from distill.files import atomic_path
 from distill.vectors.keyed import l2_normalize
 
 
-class IndexKind(str, enum.Enum):
+class IndexKind(Choice):
     """How neighbours are searched."""
 
     FLAT = "flat"  # exact

@@ -10,18 +10,18 @@ All act on ``(n_words, dim)`` arrays whose rows are the same words in the same o
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 
 import numpy as np
 
+from distill.choices import Choice
 from distill.errors import ConfigError
 from distill.vectors.keyed import l2_normalize
 
 unit = l2_normalize  # rows to unit length (zero rows stay zero)
 
 
-class Combine(str, enum.Enum):
+class Combine(Choice):
     """How several layers' vectors become one."""
 
     MEAN = "mean"  # mean of unit vectors
