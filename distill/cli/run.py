@@ -226,6 +226,13 @@ def tune(
             "or relational (the batch's cosines toward the teacher's)."
         ),
     ] = TuneOptions.loss,
+    shared_map: Annotated[
+        bool,
+        typer.Option(
+            help="Also train one linear map applied to every row, so that words no tuning sentence holds move with "
+            "the rest (--no-shared-map: only the rows the sentences hold change)."
+        ),
+    ] = TuneOptions.shared_map,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -236,7 +243,7 @@ def tune(
     setup_logging(verbose, progress)
     with user_errors():
         options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed,
-                              loss=loss)  # fmt: skip
+                              loss=loss, shared_map=shared_map)  # fmt: skip
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
     best = result.history[result.best_epoch]
     typer.echo(

@@ -154,8 +154,9 @@ def _tuning(derived: dict[str, Any]) -> str:
     """How a set tuned toward the teacher was made ("" for any other set)."""
     if not derived.get("tuned_from"):
         return ""
+    shared = ", every row through one shared linear map" if derived["options"].get("shared_map") else ""
     return (f", tuned from `{derived['tuned_from']}` toward the teacher's sentence embeddings of "
-            f"{derived['sentences']:,} corpus sentences (best epoch {derived['best_epoch']}, "
+            f"{derived['sentences']:,} corpus sentences{shared} (best epoch {derived['best_epoch']}, "
             f"{derived['options'].get('blend', 1):g} of the change kept)")  # fmt: skip
 
 

@@ -22,6 +22,7 @@ class TuneOptions:
     seed: int = 0
     loss: str = "cosine"  # one of LOSSES (train.py says what each compares)
     temperature: float = 0.05  # of the contrastive loss
+    shared_map: bool = True  # also train one linear map of every row: words no sentence holds move with the rest
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):

@@ -6,7 +6,9 @@ piece vectors, the alphabetic pieces unknown words split into, tokenized by the 
 from a run's set prepared for sentences (unit, SIF-weighted) and is trained so that each corpus sentence's
 mean points where the teacher's embedding of that sentence points (same width, no projection; the loss,
 ``--loss``, compares the two: their cosine by default, or their distance, an in-batch contrast, or the batch's
-cosine matrices).
+cosine matrices). With ``shared_map`` (the default) one linear map of the width, starting as the identity, is
+trained with the rows and applied to every row of the table: the words and pieces that no tuning sentence
+holds move with the rest instead of staying where the tuned ones left them.
 A seeded tenth of the sentences is held out; training stops when their loss stops falling, and the tuned table
 is the start moved ``blend`` of the way to the best epoch's.
 """
@@ -14,6 +16,7 @@ is the start moved ``blend`` of the way to the best epoch's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +69,33 @@ def _batches(
     return out
 
 
+class Student(torch.nn.Module):
+    """The table being trained: each sentence the mean of its rows, then (``shared_map``) one linear map."""
+
+    def __init__(self, vectors: np.ndarray, shared_map: bool) -> None:
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag.from_pretrained(
+            torch.from_numpy(vectors.astype(np.float32)), freeze=False, mode="mean"
+        )
+        self.map: torch.nn.Linear | None = None
+        if shared_map:
+            self.map = torch.nn.Linear(vectors.shape[1], vectors.shape[1], bias=False)
+            with torch.no_grad():
+                self.map.weight.copy_(torch.eye(vectors.shape[1]))
+
+    def forward(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        means = self.bag(flat, offsets)
+        return means if self.map is None else self.map(means)
+
+    def table(self) -> np.ndarray:
+        """The trained table as an export reads it: the map applied to every row (a mean of mapped rows is the
+        mapped mean)."""
+        rows = self.bag.weight.detach()
+        return (rows if self.map is None else rows @ self.map.weight.detach().T).numpy().copy()
+
+
 def _loss(
-    bag: torch.nn.EmbeddingBag,
+    model: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
     targets: torch.Tensor,
     options: TuneOptions,
@@ -78,7 +106,7 @@ def _loss(
     the squared gap between the batch's cosine matrix and the teacher's (only the similarities, what STS scores).
     """
     flat, offsets, rows = batch
-    means, goal = bag(flat, offsets), targets[rows]
+    means, goal = model(flat, offsets), targets[rows]
     if options.loss == "cosine":
         return 1 - functional.cosine_similarity(means, goal, dim=1).mean()
     if options.loss == "mse":
@@ -98,7 +126,8 @@ def tune(
     progress: bool = False,
 ) -> TuneResult:
     """Train the rows ``vectors`` (n_rows, dim) so that the mean of each sentence's rows (``ids``) points where
-    the teacher's embedding of it (``targets``, one per sentence) points."""
+    the teacher's embedding of it (``targets``, one per sentence) points; with ``options.shared_map``, through one
+    linear map trained with them and applied to every row of the result."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
@@ -111,32 +140,32 @@ def tune(
     n_held = max(1, int(options.held_out * len(ids)))
     held, train = order[:n_held], order[n_held:]
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
-    bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(vectors.astype(np.float32)), freeze=False, mode="mean")
+    student = Student(vectors, options.shared_map)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
         with torch.no_grad():
-            start = torch.cat([bag(flat, offsets) for flat, offsets, _ in _batches(ids, order, 4096)])
+            start = torch.cat([student(flat, offsets) for flat, offsets, _ in _batches(ids, order, 4096)])
         goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
-    optimizer = torch.optim.Adam(bag.parameters(), lr=options.learning_rate)
+    optimizer = torch.optim.Adam(student.parameters(), lr=options.learning_rate)
     held_batches = _batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
-        best = float(np.mean([_loss(bag, b, goal, options).item() for b in held_batches]))
+        best = float(np.mean([_loss(student, b, goal, options).item() for b in held_batches]))
     result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
     for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
         losses = []
         for batch in _batches(ids, rng.permutation(train), options.batch_size):
             optimizer.zero_grad()
-            loss = _loss(bag, batch, goal, options)
+            loss = _loss(student, batch, goal, options)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
         with torch.no_grad():
-            held_loss = float(np.mean([_loss(bag, b, goal, options).item() for b in held_batches]))
+            held_loss = float(np.mean([_loss(student, b, goal, options).item() for b in held_batches]))
         result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
         logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
         if held_loss < best:
             best, result.best_epoch = held_loss, epoch
-            result.vectors = bag.weight.detach().numpy().copy()
+            result.vectors = student.table()
         elif epoch - result.best_epoch >= options.patience:
             break
     return result

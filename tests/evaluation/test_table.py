@@ -147,6 +147,7 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     assert f"{manifest['corpus']['lines']:,} sentences)" in card  # the corpus was read as its sentences
     tuned_line = f"- vector set: `{tuned}`, tuned from `{manifest['best']}` toward the teacher's sentence embeddings"
     assert (tuned_line in card) == (exported == tuned)
+    assert ("every row through one shared linear map" in card) == (exported == tuned)  # the default tuning
     assert ".tmp-" not in card and str(tmp_path) not in card and "example.invalid" not in card
     m2v_card, st_card = ModelCard.load(out / "model2vec" / "README.md"), ModelCard.load(out / "st" / "README.md")
     assert m2v_card.data.library_name == "model2vec" and st_card.data.library_name == "sentence-transformers"

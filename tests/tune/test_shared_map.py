@@ -1,0 +1,47 @@
+"""The shared map: trained with the rows, applied to every row of the tuned table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from distill.tune.options import TuneOptions
+from distill.tune.train import Student, tune
+
+
+def _problem(seed: int = 0, n_rows: int = 30, dim: int = 6, n_sentences: int = 400):
+    """Sentences of rows 0-24 only (rows 25-29 in none); the teacher is a rotation of a hidden table."""
+    rng = np.random.default_rng(seed)
+    start = rng.normal(size=(n_rows, dim)).astype(np.float32)
+    rotation = np.linalg.qr(rng.normal(size=(dim, dim)))[0].astype(np.float32)
+    ids = [rng.choice(25, size=rng.integers(2, 6), replace=False) for _ in range(n_sentences)]
+    targets = np.stack([(start[i] @ rotation.T).mean(axis=0) for i in ids])
+    return start, ids, targets, rotation
+
+
+def test_the_table_gives_the_mean_the_student_trained_on():
+    rng = np.random.default_rng(3)
+    student = Student(rng.normal(size=(10, 4)).astype(np.float32), shared_map=True)
+    with torch.no_grad():
+        student.map.weight.copy_(torch.from_numpy(rng.normal(size=(4, 4)).astype(np.float32)))  # type: ignore[union-attr]
+    rows = np.array([1, 4, 7])
+    got = student(torch.from_numpy(rows), torch.tensor([0])).detach().numpy()[0]
+    assert np.allclose(student.table()[rows].mean(axis=0), got, atol=1e-5)
+
+
+@pytest.mark.parametrize("shared_map", [True, False])
+def test_rows_no_sentence_holds_move_only_with_the_shared_map(shared_map):
+    start, ids, targets, rotation = _problem()
+    options = TuneOptions(epochs=60, batch_size=32, learning_rate=2e-2, shared_map=shared_map)
+    result = tune(start, ids, targets, options)
+    assert result.history[result.best_epoch]["held_out"] < 0.2 * result.history[0]["held_out"]
+    unseen, tuned = start[25:], result.vectors[25:]
+    if not shared_map:
+        assert np.array_equal(tuned, unseen)
+        return
+    # the map took up (much of) the teacher's rotation: the unseen rows turn toward where the teacher puts them
+    cosine = np.sum(tuned * (unseen @ rotation.T), axis=1) / np.linalg.norm(tuned, axis=1)
+    cosine /= np.linalg.norm(unseen, axis=1)
+    before = np.sum(unseen * (unseen @ rotation.T), axis=1) / np.linalg.norm(unseen, axis=1) ** 2
+    assert cosine.mean() > 0.5 and cosine.mean() > before.mean() + 0.3, (cosine, before)
