@@ -21,12 +21,10 @@ from sentence_transformers import SentenceTransformer
 
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
 from distill.rundir import RunDir
-from distill.serve.export import prepared_set, set_pieces
-from distill.serve.formats import token_table
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
-from distill.tune.train import sentence_ids, tune
+from distill.tune.train import TunedTable, export_table, tune
 
 
 def spans(texts: list[str], seed: int = 0) -> list[str]:
@@ -51,35 +49,32 @@ def main() -> None:
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
-    kv, _, _, start = prepared_set(run, name, SentenceRecipe(Weighting.SIF))
-    words = list(kv.index_to_key)
+    table = export_table(run, name, SentenceRecipe(Weighting.SIF))
     texts, targets = read_teacher(run.path)
-    manifest = run.manifest()
-    tokenizer, rows = token_table(words, start, bool(manifest["vocabulary"]["lowercase"]), set_pieces(run.path, name))
-    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
+    ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
-    teacher = SentenceTransformer(manifest["model"]["source"], device="cpu")
+    teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")
     pairs = load_sts()
     print("| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | STS12 (test) | "
           "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
     print("|---|---|---|---:|---:|" + "---:|" * 8)
     for extra in args.extra.split(","):
-        added = {"none": [], "spans": spans(texts), "words": [w for w in words if w.isalpha()]}[extra]
+        added = {"none": [], "spans": spans(texts), "words": [w for w in table.words if w.isalpha()]}[extra]
         t0 = time.perf_counter()
         all_ids, all_targets = ids, targets
         if added:
             embedded = teacher.encode(added, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
-            added_ids, added_keep = sentence_ids(added, tokenizer, len(rows) - 1)
+            added_ids, added_keep = table.sentence_ids(added)
             all_ids, all_targets = ids + added_ids, np.concatenate([targets, embedded[added_keep]])
         t1 = time.perf_counter()
-        result = tune(rows, all_ids, all_targets, TuneOptions())
+        tuned = TunedTable(**vars(table), result=tune(table.start, all_ids, all_targets, TuneOptions()))
         t2 = time.perf_counter()
         for blend in (float(b) for b in args.blends.split(",")):
-            model = StaticModel(rows + np.float32(blend) * (result.vectors - rows), tokenizer, normalize=False)
+            model = StaticModel(tuned.blended(blend), table.tokenizer, normalize=False)  # as exported
             score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
             years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
             print(f"| {extra} | {len(ids):,} + {len(all_ids) - len(ids):,} | {t1 - t0:.0f}, {t2 - t1:.0f} | "
-                  f"{result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
+                  f"{tuned.result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
                   f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |", flush=True)  # fmt: skip
 
 

@@ -172,8 +172,8 @@ def tune(
 
 
 @dataclass
-class TunedTable:
-    """A set's export table before and after training (blend 1), with what it was built from."""
+class ExportTable:
+    """A set's export table before training, with what it was built from."""
 
     name: str
     words: list[str]
@@ -181,11 +181,30 @@ class TunedTable:
     pieces: Any  # the set's PieceVectors, or None
     tokenizer: Any
     start: np.ndarray  # (n_rows, dim): words, pieces, the unknown row last
+
+    def sentence_ids(self, texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+        """Each text's rows in this table, and which texts have any (:func:`sentence_ids`)."""
+        return sentence_ids(texts, self.tokenizer, len(self.start) - 1)
+
+
+@dataclass
+class TunedTable(ExportTable):
+    """A set's export table before and after training (blend 1)."""
+
     result: TuneResult
 
     def blended(self, blend: float) -> np.ndarray:
         """The start moved ``blend`` of the way to the trained table."""
         return self.start + np.float32(blend) * (self.result.vectors - self.start)
+
+
+def export_table(run: RunDir, name: str, recipe: SentenceRecipe) -> ExportTable:
+    """The export table of set ``name`` of ``run``, the recipe baked in: what ``distill tune`` trains."""
+    kv, counts, _, start = prepared_set(run, name, recipe)
+    words = list(kv.index_to_key)
+    pieces = set_pieces(run.path, name)
+    tokenizer, rows = token_table(words, start, bool(run.manifest()["vocabulary"]["lowercase"]), pieces)
+    return ExportTable(name, words, counts, pieces, tokenizer, rows)
 
 
 def train_table(
@@ -198,18 +217,14 @@ def train_table(
 ) -> TunedTable:
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
     (``sentences``: a seeded sample of that many of them, for learning curves)."""
-    kv, counts, _, start = prepared_set(run, name, recipe)
-    words = list(kv.index_to_key)
+    table = export_table(run, name, recipe)
     texts, targets = read_teacher(run.path)
-    pieces = set_pieces(run.path, name)
-    tokenizer, rows = token_table(words, start, bool(run.manifest()["vocabulary"]["lowercase"]), pieces)
-    ids, keep = sentence_ids(texts, tokenizer, len(rows) - 1)
+    ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets = [ids[i] for i in chosen], targets[chosen]
-    result = tune(rows, ids, targets, options, progress)
-    return TunedTable(name, words, counts, pieces, tokenizer, rows, result)
+    return TunedTable(**vars(table), result=tune(table.start, ids, targets, options, progress))
 
 
 def tune_run(
