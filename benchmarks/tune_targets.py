@@ -40,12 +40,28 @@ def spans(texts: list[str], seed: int = 0) -> list[str]:
     return out
 
 
+def bags(n: int, seed: int = 0, top: int = 50_000) -> list[str]:
+    """``n`` seeded bags of 5-15 of the language's ``top`` most frequent alphabetic words (wordfreq), drawn by
+    the square root of their frequency: modern words in company, no corpus text."""
+    import wordfreq
+
+    words = [w for w in wordfreq.top_n_list("en", top) if w.isalpha()]
+    weights = np.sqrt([wordfreq.word_frequency(w, "en") for w in words])
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, 16, size=n)
+    drawn = rng.choice(len(words), size=int(lengths.sum()), p=weights / weights.sum())
+    cuts = np.cumsum(lengths)[:-1]
+    return [" ".join(words[i] for i in part) for part in np.split(drawn, cuts)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
     parser.add_argument("--set", default=None)
     parser.add_argument("--extra", default="none,spans,words")
     parser.add_argument("--blends", default="0.5,0.75,1")
+    parser.add_argument("--bags", type=float, default=0.5, help="bags added per kept sentence")
+    parser.add_argument("--seed", type=int, default=0, help="of the bags, spans and the tuning")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
@@ -59,7 +75,12 @@ def main() -> None:
           "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
     print("|---|---|---|---:|---:|" + "---:|" * 8)
     for extra in args.extra.split(","):
-        added = {"none": [], "spans": spans(texts), "words": [w for w in table.words if w.isalpha()]}[extra]
+        added = {
+            "none": lambda: [],
+            "spans": lambda: spans(texts, args.seed),
+            "words": lambda: [w for w in table.words if w.isalpha()],
+            "bags": lambda: bags(int(args.bags * len(texts)), args.seed),
+        }[extra]()
         t0 = time.perf_counter()
         all_ids, all_targets = ids, targets
         if added:
@@ -67,7 +88,9 @@ def main() -> None:
             added_ids, added_keep = table.sentence_ids(added)
             all_ids, all_targets = ids + added_ids, np.concatenate([targets, embedded[added_keep]])
         t1 = time.perf_counter()
-        tuned = TunedTable(**vars(table), result=tune(table.start, all_ids, all_targets, TuneOptions()))
+        train_only = len(all_ids) - len(ids) if extra == "bags" else 0  # as distill tune trains on bags
+        result = tune(table.start, all_ids, all_targets, TuneOptions(seed=args.seed), train_only=train_only)
+        tuned = TunedTable(**vars(table), result=result)
         t2 = time.perf_counter()
         for blend in (float(b) for b in args.blends.split(",")):
             model = StaticModel(tuned.blended(blend), table.tokenizer, normalize=False)  # as exported
