@@ -70,6 +70,7 @@ def run(
     analyze: bool = False,
     pieces: bool | None = None,
     teacher: bool = False,
+    teacher_bags: int = 0,
     store_dtype: DType | str = "auto",
     store: StoreKind | str = "auto",
     chunk_size: int = 4096,

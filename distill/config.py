@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from distill.choices import Choice
-from distill.errors import ConfigError
+from distill.errors import ConfigError, check_installed
 
 E = TypeVar("E", bound=enum.Enum)
 
@@ -395,6 +395,15 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    teacher_bags: int = option(
+        0,
+        "With --teacher: also keep the model's sentence embedding of N seeded bags of 5 to 15 words drawn from "
+        "English's 50,000 most frequent (wordfreq; by the square root of their frequency), as more targets for "
+        'distill tune: the words the corpus lacks or has few of, in company (pip install "distill[lexicon]"). '
+        "0: off.",
+        OUTPUT,
+        Effect.FILES,
+    )
     store_dtype: DType = option(
         DType.AUTO,
         "Numbers in the occurrence store: float32, float16 (half the memory and disk), or auto (float16 when "
@@ -548,7 +557,7 @@ def _check_types(config: RunConfig) -> None:
 def _check_numbers(config: RunConfig) -> None:
     for name in ("min_count", "max_occurrences", "batch_size", "chunk_size", "shuffle_buffer"):
         _positive(name, getattr(config, name))
-    for name in ("batch_tokens", "tokenize_workers", "language_words"):
+    for name in ("batch_tokens", "tokenize_workers", "language_words", "teacher_bags"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
     for name in ("max_vocab", "workers", "max_length"):
@@ -600,5 +609,9 @@ def check_config(config: RunConfig) -> None:
     _check_paths(config)
     if config.language_words and not config.best:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
+    if config.teacher_bags and not config.teacher:
+        raise ConfigError("--teacher-bags adds to the teacher's embeddings: add --teacher")
+    if config.teacher_bags or config.language_words:  # before the encoding, not after it
+        check_installed("wordfreq", "lexicon", "--teacher-bags" if config.teacher_bags else "--language-words")
     if config.engine is Engine.RAY and (config.pieces or config.teacher):
         raise ConfigError("--pieces and --teacher are not available with --engine ray; run with --engine local")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 
@@ -20,6 +21,12 @@ class OutputError(DistillError, OSError):
 
 class NothingCovered(ValueError):
     """A benchmark none of whose items the vectors cover: a score of nothing, not an error of the run."""
+
+
+def check_installed(module: str, extra: str, purpose: str) -> None:
+    """:func:`require`'s error, without the import: for options checked before a long run."""
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f'{purpose} needs the package {module}: pip install "distill[{extra}]"')
 
 
 def require(module: str, extra: str, purpose: str) -> ModuleType:

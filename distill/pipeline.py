@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 from distill.analysis.measures import IntraSentence
 from distill.config import Pooling, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
+from distill.encoding.alone import read_texts
 from distill.encoding.driver import encode_pass
+from distill.lexicon import word_bags
 from distill.names import set_name
 from distill.occurrences import plan_sample
 from distill.plan import Plan, load_model, package_versions, plan_run
@@ -103,6 +105,10 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
                               observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip
         encoded.store.close()
         opened.encoded = True
+        if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads them again
+            with timings("teacher_bags"):
+                bags = word_bags(config.teacher_bags, config.seed)
+                read_texts(encoder, bags, [teacher], config.batch_size, config.progress, "reading word bags")
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         run = Encoded(encoder, vocab, stats, sample, encoded)
         with timings("reduce_and_write"):

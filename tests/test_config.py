@@ -45,6 +45,8 @@ def test_poolings():
         ({"corpus": ("/nonexistent.txt",)}, "corpus file /nonexistent.txt does not exist"),
         ({"layers": "a-b"}, "cannot read layer spec"),
         ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
+        ({"teacher_bags": 10}, "--teacher-bags adds to the teacher's embeddings: add --teacher"),
+        ({"teacher_bags": -1, "teacher": True}, "--teacher-bags must be 0 \\(off\\) or more"),
     ],
 )
 def test_bad_options_fail_before_any_model_loads(options, message):

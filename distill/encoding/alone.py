@@ -17,7 +17,7 @@ import torch
 from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, encode_batch, prepare_chunk
+from distill.encoding.batches import EncodeStats, Observer, encode_batch, prepare_chunk
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
@@ -74,3 +74,22 @@ def encode_alone(
             bar.update(len(chunk))
     bar.close()
     return out
+
+
+def read_texts(
+    encoder: Encoder, texts: Sequence[str], observers: Sequence[Observer], batch_size: int = 256,
+    progress: bool = True, desc: str = "reading texts",
+) -> None:  # fmt: skip
+    """Show the model's reading of each of ``texts`` (each one window: short texts) to the ``observers``, as the
+    encoding pass shows them corpus sentences; the text numbered i has the sentence id ``-1 - i``, outside the
+    corpus walk's."""
+    jobs = [SentenceJob(-1 - i, text, np.array([0]), np.array([len(text)]), np.array([i])) for i, text in
+            enumerate(texts)]  # fmt: skip
+    stats = EncodeStats()
+    bar = progress_bar(len(texts), desc, "text", not progress or len(texts) < PROGRESS_FROM)
+    with torch.inference_mode():
+        for chunk in batched(jobs, 4096):
+            for batch in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
+                encode_batch(encoder, (encoder.n_layers,), batch, stats, observers)
+            bar.update(len(chunk))
+    bar.close()

@@ -155,8 +155,10 @@ def _tuning(derived: dict[str, Any]) -> str:
     if not derived.get("tuned_from"):
         return ""
     shared = ", every row through one shared linear map" if derived["options"].get("shared_map") else ""
+    bags = derived.get("bags", 0)
+    also = f" and {bags:,} bags of the language's frequent words" if bags else ""
     return (f", tuned from `{derived['tuned_from']}` toward the teacher's sentence embeddings of "
-            f"{derived['sentences']:,} corpus sentences{shared} (best epoch {derived['best_epoch']}, "
+            f"{derived['sentences'] - bags:,} corpus sentences{also}{shared} (best epoch {derived['best_epoch']}, "
             f"{derived['options'].get('blend', 1):g} of the change kept)")  # fmt: skip
 
 

@@ -45,7 +45,8 @@ class TuneResult:
     vectors: np.ndarray  # (n_words, dim) float32
     history: list[dict[str, float]] = field(default_factory=list)  # per epoch: train and held-out loss
     best_epoch: int = 0
-    sentences: int = 0
+    sentences: int = 0  # targets trained on: corpus sentences and bags of words
+    bags: int = 0  # of them, bags of the language's words (``--teacher-bags``)
 
 
 def sentence_ids(texts: list[str], tokenizer: Any, unknown: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -124,10 +125,12 @@ def tune(
     targets: np.ndarray,
     options: TuneOptions = TuneOptions(),
     progress: bool = False,
+    train_only: int = 0,
 ) -> TuneResult:
     """Train the rows ``vectors`` (n_rows, dim) so that the mean of each sentence's rows (``ids``) points where
     the teacher's embedding of it (``targets``, one per sentence) points; with ``options.shared_map``, through one
-    linear map trained with them and applied to every row of the result."""
+    linear map trained with them and applied to every row of the result. The last ``train_only`` targets (bags of
+    words) are trained on but never held out: training stops on corpus sentences alone."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
@@ -136,9 +139,9 @@ def tune(
         raise ConfigError(f"only {len(ids)} sentences hold a word of the vocabulary: too few to tune on")
     torch.manual_seed(options.seed)
     rng = np.random.default_rng(options.seed)
-    order = rng.permutation(len(ids))
-    n_held = max(1, int(options.held_out * len(ids)))
-    held, train = order[:n_held], order[n_held:]
+    order = rng.permutation(len(ids) - train_only)
+    n_held = max(1, int(options.held_out * len(order)))
+    held, train = order[:n_held], np.concatenate([order[n_held:], np.arange(len(order), len(ids))])
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     student = Student(vectors, options.shared_map)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
@@ -221,10 +224,14 @@ def train_table(
     texts, targets = read_teacher(run.path)
     ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
+    # the bags of words, if any, follow the corpus sentences
+    is_bag = (np.arange(len(texts)) >= len(texts) - run.manifest()["config"].get("teacher_bags", 0))[keep]
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
-        ids, targets = [ids[i] for i in chosen], targets[chosen]
-    return TunedTable(**vars(table), result=tune(table.start, ids, targets, options, progress))
+        ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]
+    result = tune(table.start, ids, targets, options, progress, train_only=int(is_bag.sum()))
+    result.bags = int(is_bag.sum())
+    return TunedTable(**vars(table), result=result)
 
 
 def tune_run(
@@ -252,6 +259,7 @@ def tune_run(
         "recipe": recipe.to_json(),
         "options": options.to_json(),
         "sentences": table.result.sentences,
+        "bags": table.result.bags,
         "best_epoch": table.result.best_epoch,
         "history": table.result.history,
     }
