@@ -13,7 +13,7 @@ from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
 from distill.derive import DerivePooling
 from distill.serve.compress import Scale
-from distill.tune.options import TuneOptions
+from distill.tune.options import MODEL_BAGS, TuneOptions
 from distill.vectors.faiss_index import IndexKind
 from distill.vectors.postprocess import Combine
 
@@ -268,6 +268,14 @@ def model(
     ] = DType.FLOAT32.value,
     dims: Annotated[Optional[int], typer.Option(min=1, help="PCA of the vocabulary to this many dimensions.")] = None,
     top_words: Annotated[Optional[int], typer.Option(min=1, help="Keep only the N most frequent words.")] = None,
+    teacher_bags: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Also tune toward the teacher's reading of N seeded bags of English's frequent words, for the "
+            "words the corpus lacks (see distill run --help; 0: off).",
+        ),
+    ] = MODEL_BAGS,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -282,8 +290,8 @@ def model(
     with user_errors():
         check_dtype(dtype, EXPORT_DTYPES, "--dtype")  # before minutes of distillation, not after
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
-                             best=True, teacher=True, model_words=True, split_sentences=True,
-                             progress=progress)  # fmt: skip
+                             best=True, teacher=True, teacher_bags=teacher_bags, model_words=True,
+                             split_sentences=True, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
             config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words)
         )

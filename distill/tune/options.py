@@ -9,6 +9,7 @@ from typing import Any
 from distill.errors import ConfigError
 
 LOSSES = ("cosine", "mse", "contrastive", "relational")
+MODEL_BAGS = 50_000  # bags of words distill model tunes on beside the corpus sentences (--teacher-bags)
 
 
 @dataclass(frozen=True)

@@ -130,9 +130,10 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
 
     out = tmp_path / "run"
     done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(out),
-                "--tune-epochs", "3", "--no-progress")  # fmt: skip
+                "--tune-epochs", "3", "--teacher-bags", "200", "--no-progress")  # fmt: skip
     assert done.returncode == 0, done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["teacher_bags"] == 200
     tuned = f"{manifest['best']}.tuned"
     assert manifest["derived"][tuned]["sentence_ready"] and "teacher.npz" in manifest["files"]
     assert manifest["config"]["split_sentences"]  # the teacher's targets are single sentences
@@ -148,6 +149,7 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     tuned_line = f"- vector set: `{tuned}`, tuned from `{manifest['best']}` toward the teacher's sentence embeddings"
     assert (tuned_line in card) == (exported == tuned)
     assert ("every row through one shared linear map" in card) == (exported == tuned)  # the default tuning
+    assert ("and 200 bags of the language's frequent words" in card) == (exported == tuned)
     assert ".tmp-" not in card and str(tmp_path) not in card and "example.invalid" not in card
     m2v_card, st_card = ModelCard.load(out / "model2vec" / "README.md"), ModelCard.load(out / "st" / "README.md")
     assert m2v_card.data.library_name == "model2vec" and st_card.data.library_name == "sentence-transformers"
