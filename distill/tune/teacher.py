@@ -91,11 +91,13 @@ class TeacherTargets:
         self.texts = _unpack(state["texts"])
 
     def write(self, out: Path) -> list[Path]:
-        """``teacher.npz``: float16 embeddings and their sentences."""
+        """``teacher.npz``: float16 embeddings and their sentences (the texts read outside the corpus, with ids
+        below zero, counted as ``bags``)."""
         path = out / TEACHER
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, embeddings=self.embeddings().astype(np.float16), texts=_pack(self.texts),
-                     layer=np.array(self.layer), pooling=np.array(self.pooling))  # fmt: skip
+                     layer=np.array(self.layer), pooling=np.array(self.pooling),
+                     bags=np.array(sum(i < 0 for i in self.index)))  # fmt: skip
         return [path]
 
 
@@ -109,6 +111,11 @@ def read_teacher(run_dir: str | Path) -> tuple[list[str], np.ndarray]:
         return _unpack(data["texts"]), data["embeddings"].astype(np.float32)
     except (UnicodeDecodeError, ValueError) as err:
         raise ConfigError(f"{path} is damaged; run the distillation again with --teacher") from err
+
+
+def read_bag_count(run_dir: str | Path) -> int:
+    """How many of the texts :func:`read_teacher` gives, at the end, are bags of words (``--teacher-bags``)."""
+    return int(read_npz(Path(run_dir) / TEACHER).get("bags", 0))
 
 
 def _pack(texts: list[str]) -> np.ndarray:

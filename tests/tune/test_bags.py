@@ -9,7 +9,7 @@ import torch
 import distill
 from distill.lexicon import frequent_words, word_bags
 from distill.tune.options import TuneOptions
-from distill.tune.teacher import read_teacher
+from distill.tune.teacher import read_bag_count, read_teacher
 from distill.tune.train import tune
 
 from ..conftest import TINY_CORPUS
@@ -55,6 +55,7 @@ def test_the_teacher_reads_the_bags_after_the_corpus_sentences(tiny_bert_dir, tm
     texts, embeddings = read_teacher(run.out)
     sentences = run.manifest["encoding"]["sentences"]
     assert texts[sentences:] == word_bags(6, seed=2) and len(embeddings) == sentences + 6
+    assert read_bag_count(run.out) == 6
     assert run.manifest["config"]["teacher_bags"] == 6 and "teacher_bags" in run.manifest["timings_seconds"]
     tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
     for text, embedding in zip(texts[sentences:], embeddings[sentences:]):
