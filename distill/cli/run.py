@@ -237,7 +237,8 @@ def tune(
     verbose: VerboseOpt = False,
 ) -> None:
     """Train a set toward the teacher: each sentence's mean word vector should point where the teacher's
-    embedding of it points. Writes the set SET.tuned into the run (export it like any other set)."""
+    embedding of it points (the bags of words of --teacher-bags too, never held out). Writes the set SET.tuned
+    into the run (export it like any other set)."""
     from distill.tune.train import tune_run
 
     setup_logging(verbose, progress)
@@ -246,9 +247,10 @@ def tune(
                               loss=loss, shared_map=shared_map)  # fmt: skip
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
     best = result.history[result.best_epoch]
+    targets = f"{result.sentences - result.bags:,} sentences" + (f" and {result.bags:,} bags" if result.bags else "")
     typer.echo(
-        f"wrote {run_dir}/{name}.txt, .bin, .faiss: {len(kv.index_to_key):,} words tuned on {result.sentences:,} "
-        f"sentences; held-out {loss} loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
+        f"wrote {run_dir}/{name}.txt, .bin, .faiss: {len(kv.index_to_key):,} words tuned on {targets}"
+        f"; held-out {loss} loss {result.history[0]['held_out']:.4f} -> {best['held_out']:.4f} "
         f"(epoch {result.best_epoch})"
     )
 

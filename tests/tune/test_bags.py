@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -81,3 +84,6 @@ def test_tuning_counts_the_bags_apart_and_the_card_names_them(tiny_bert_dir, tmp
     (folder, _), *_ = export_run(run.out, vector_set=name, formats=[Format.MODEL2VEC], out=tmp_path / "m2v")
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert f"{sentences:,} corpus sentences and 40 bags of the language's frequent words" in card
+    done = subprocess.run([sys.executable, "-m", "distill", "tune", str(run.out), "--epochs", "1", "--no-progress"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0 and f"tuned on {sentences:,} sentences and 40 bags;" in done.stdout, done.stderr
