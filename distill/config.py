@@ -612,6 +612,6 @@ def check_config(config: RunConfig) -> None:
     if config.teacher_bags and not config.teacher:
         raise ConfigError("--teacher-bags adds to the teacher's embeddings: add --teacher")
     if config.teacher_bags or config.language_words:  # before the encoding, not after it
-        check_installed("wordfreq", "lexicon", "--teacher-bags" if config.teacher_bags else "--language-words")
+        check_installed("wordfreq", "lexicon", "--teacher-bags (0: off)" if config.teacher_bags else "--language-words")
     if config.engine is Engine.RAY and (config.pieces or config.teacher):
         raise ConfigError("--pieces and --teacher are not available with --engine ray; run with --engine local")

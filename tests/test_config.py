@@ -150,3 +150,17 @@ def test_every_option_enum_prints_as_its_value():
         for member in enum_class:
             assert f"{member}" == str(member) == member.value and f"{member:>12}" == f"{member.value:>12}"
     assert f"pooling {Pooling.MEAN}" == "pooling mean"
+
+
+def test_options_that_need_wordfreq_say_so_before_any_model_loads(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wordfreq" else real(name, *a))
+    with pytest.raises(
+        ConfigError, match=r'--teacher-bags \(0: off\) needs the package wordfreq: pip install "distill\[lexicon\]"'
+    ):
+        RunConfig(teacher=True, teacher_bags=5)
+    with pytest.raises(ConfigError, match="--language-words needs the package wordfreq"):
+        RunConfig(best=True, language_words=5)
+    RunConfig(teacher=True)  # no bags: no wordfreq needed
