@@ -1,13 +1,14 @@
-"""Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, or each word alone.
+"""Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, each word alone, bags of words.
 
-    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words] [--blends 0.5,0.75,1]
+    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags] [--bags 0.5] [--seed 0]
 
 STS sentences are short (about ten words), the corpus sentences a run keeps as targets longer. ``spans``
 adds, for each kept sentence of eight words or more, one seeded span of 3 to 15 of its words; ``words`` adds
-each alphabetic word of the set read alone. The teacher (the run's model through sentence-transformers)
-embeds the added texts; the export table is trained as ``distill tune`` trains it (defaults, cosine loss) on
-the kept sentences plus the added ones, nothing written to the run, and every blend is scored as the
-model2vec export reads sentences: all pairs of STS 2012-2014 (dev) and the MTEB splits.
+each alphabetic word of the set read alone; ``bags`` adds ``--bags`` per kept sentence of the bags of words
+``distill run --teacher-bags`` draws (trained on, never held out, as ``distill tune`` does). The teacher (the
+run's model through sentence-transformers) embeds the added texts; the export table is trained as ``distill
+tune`` trains it (defaults, cosine loss) on the kept sentences plus the added ones, nothing written to the run,
+and every blend is scored as the model2vec export reads sentences: all pairs of STS 2012-2014 (dev) and the MTEB splits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
 
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.lexicon import word_bags
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
@@ -38,20 +40,6 @@ def spans(texts: list[str], seed: int = 0) -> list[str]:
             lo = int(rng.integers(0, len(words) - n + 1))
             out.append(" ".join(words[lo : lo + n]))
     return out
-
-
-def bags(n: int, seed: int = 0, top: int = 50_000) -> list[str]:
-    """``n`` seeded bags of 5-15 of the language's ``top`` most frequent alphabetic words (wordfreq), drawn by
-    the square root of their frequency: modern words in company, no corpus text."""
-    import wordfreq
-
-    words = [w for w in wordfreq.top_n_list("en", top) if w.isalpha()]
-    weights = np.sqrt([wordfreq.word_frequency(w, "en") for w in words])
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(5, 16, size=n)
-    drawn = rng.choice(len(words), size=int(lengths.sum()), p=weights / weights.sum())
-    cuts = np.cumsum(lengths)[:-1]
-    return [" ".join(words[i] for i in part) for part in np.split(drawn, cuts)]
 
 
 def main() -> None:
@@ -79,7 +67,7 @@ def main() -> None:
             "none": lambda: [],
             "spans": lambda: spans(texts, args.seed),
             "words": lambda: [w for w in table.words if w.isalpha()],
-            "bags": lambda: bags(int(args.bags * len(texts)), args.seed),
+            "bags": lambda: word_bags(int(args.bags * len(texts)), args.seed),
         }[extra]()
         t0 = time.perf_counter()
         all_ids, all_targets = ids, targets
