@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--whiten", default="128,256,full")
     args = parser.parse_args()
     model = StaticModel.from_pretrained(str(args.run / "model2vec"))
-    texts, _ = read_teacher(args.run)
+    texts = read_teacher(args.run).texts
     chosen = np.random.default_rng(0).choice(len(texts), min(args.sentences, len(texts)), replace=False)
     sample = model.encode([texts[i] for i in chosen], show_progress_bar=False).astype(np.float64)
     pairs = load_sts()

@@ -54,7 +54,7 @@ def main() -> None:
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
     table = export_table(run, name, SentenceRecipe(Weighting.SIF))
-    texts, targets = read_teacher(run.path)
+    texts, targets, _ = read_teacher(run.path)
     ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
     teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -101,21 +102,26 @@ class TeacherTargets:
         return [path]
 
 
-def read_teacher(run_dir: str | Path) -> tuple[list[str], np.ndarray]:
-    """The sentences and teacher embeddings (float32) a run kept with ``--teacher``."""
+class TeacherTexts(NamedTuple):
+    """What ``teacher.npz`` holds: the texts, their embeddings (float32), and how many texts at the end are
+    bags of words (``--teacher-bags``)."""
+
+    texts: list[str]
+    embeddings: np.ndarray
+    bags: int
+
+
+def read_teacher(run_dir: str | Path) -> TeacherTexts:
+    """The sentences and teacher embeddings a run kept with ``--teacher``."""
     path = Path(run_dir) / TEACHER
     if not path.is_file():
         raise ConfigError(f"{run_dir} has no {TEACHER}: distil with --teacher to keep the teacher's embeddings")
     data = read_npz(path, ("texts", "embeddings"))
     try:
-        return _unpack(data["texts"]), data["embeddings"].astype(np.float32)
+        texts = _unpack(data["texts"])
     except (UnicodeDecodeError, ValueError) as err:
         raise ConfigError(f"{path} is damaged; run the distillation again with --teacher") from err
-
-
-def read_bag_count(run_dir: str | Path) -> int:
-    """How many of the texts :func:`read_teacher` gives, at the end, are bags of words (``--teacher-bags``)."""
-    return int(read_npz(Path(run_dir) / TEACHER).get("bags", 0))
+    return TeacherTexts(texts, data["embeddings"].astype(np.float32), int(data.get("bags", 0)))
 
 
 def _pack(texts: list[str]) -> np.ndarray:

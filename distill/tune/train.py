@@ -34,7 +34,7 @@ from distill.serve.formats import token_table
 from distill.serve.pieces import write_tuned_pieces
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
-from distill.tune.teacher import read_bag_count, read_teacher
+from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
@@ -221,10 +221,10 @@ def train_table(
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
     (``sentences``: a seeded sample of that many of them, for learning curves)."""
     table = export_table(run, name, recipe)
-    texts, targets = read_teacher(run.path)
+    texts, targets, bags = read_teacher(run.path)
     ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
-    is_bag = (np.arange(len(texts)) >= len(texts) - read_bag_count(run.path))[keep]  # after the sentences
+    is_bag = (np.arange(len(texts)) >= len(texts) - bags)[keep]  # the bags follow the sentences
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]

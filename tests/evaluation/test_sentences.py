@@ -111,9 +111,9 @@ def teacher_run(tiny_bert_dir, tmp_path_factory):
 def test_teacher_embeddings_are_the_models_own_mean_pooling(teacher_run, tiny_bert_dir):
     from transformers import AutoModel, AutoTokenizer
 
-    texts, embeddings = read_teacher(teacher_run.out)
+    texts, embeddings, bags = read_teacher(teacher_run.out)
     assert teacher_run.manifest["layers"] == [1, 2] and "teacher.npz" in teacher_run.manifest["files"]
-    assert len(texts) == len(embeddings) == teacher_run.manifest["encoding"]["sentences"]
+    assert len(texts) == len(embeddings) == teacher_run.manifest["encoding"]["sentences"] and bags == 0
     tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
     one_window = [i for i, t in enumerate(texts) if len(tokenizer(t).input_ids) <= 128]
     assert len(one_window) < len(texts)  # the tiny corpus has sentences longer than the model's window
@@ -172,7 +172,7 @@ def test_split_sentences_gives_the_teacher_single_sentences_of_a_paragraph_corpu
     paragraphs.write_text("\n".join(" ".join(lines[i : i + 3]) for i in range(0, len(lines), 3)) + "\n")
     run = distill.run(model=str(tiny_bert_dir), corpus=[str(paragraphs)], out=str(tmp_path / "run"), layers="1",
                       teacher=True, split_sentences=True, min_count=3, progress=False)  # fmt: skip
-    texts, _ = read_teacher(run.out)
+    texts = read_teacher(run.out).texts
     assert run.manifest["corpus"]["lines"] == len(lines) and set(texts) <= set(lines) and len(texts) > len(lines) / 2
 
 
