@@ -1,6 +1,7 @@
 """Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, each word alone, bags of words.
 
     python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags] [--bags 0.5] [--seed 0]
+        [--word-benchmarks simlex999,men,ws353,rw]
 
 STS sentences are short (about ten words), the corpus sentences a run keeps as targets longer. ``spans``
 adds, for each kept sentence of eight words or more, one seeded span of 3 to 15 of its words; ``words`` adds
@@ -9,6 +10,8 @@ each alphabetic word of the set read alone; ``bags`` adds ``--bags`` per kept se
 run's model through sentence-transformers) embeds the added texts; the export table is trained as ``distill
 tune`` trains it (defaults, cosine loss) on the kept sentences plus the added ones, nothing written to the run,
 and every blend is scored as the model2vec export reads sentences: all pairs of STS 2012-2014 (dev) and the MTEB splits.
+``--word-benchmarks`` also scores the table's word rows (blend 0: the untuned set) on word similarity, the
+pairs the set covers (Spearman x100, pairs covered), as ``distill evaluate`` scores a word2vec file.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import numpy as np
 from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
 
+from distill.evaluation.datasets import load_similarity
+from distill.evaluation.metrics import evaluate_similarity
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
 from distill.lexicon import word_bags
 from distill.rundir import RunDir
@@ -27,6 +32,14 @@ from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
 from distill.tune.train import TunedTable, export_table, tune
+from distill.vectors.keyed import to_keyed_vectors
+
+
+def word_columns(words: list[str], rows: np.ndarray, benchmarks: list[str]) -> str:
+    """Each word benchmark's Spearman x100 (pairs covered) for the first ``len(words)`` rows."""
+    kv = to_keyed_vectors(words, rows[: len(words)])
+    scores = [evaluate_similarity(kv, load_similarity(name)) for name in benchmarks]
+    return "".join(f" {100 * s.score:.1f} ({s.n_covered:,}) |" for s in scores)
 
 
 def spans(texts: list[str], seed: int = 0) -> list[str]:
@@ -50,6 +63,7 @@ def main() -> None:
     parser.add_argument("--blends", default="0.5,0.75,1")
     parser.add_argument("--bags", type=float, default=0.5, help="bags added per kept sentence")
     parser.add_argument("--seed", type=int, default=0, help="of the bags, spans and the tuning")
+    parser.add_argument("--word-benchmarks", default="", help="also score the words, e.g. simlex999,men,ws353,rw")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
@@ -59,9 +73,11 @@ def main() -> None:
     targets = targets[keep]
     teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")
     pairs = load_sts()
+    benchmarks = [b for b in args.word_benchmarks.split(",") if b]
     print("| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | STS12 (test) | "
-          "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
-    print("|---|---|---|---:|---:|" + "---:|" * 8)
+          "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |"
+          + "".join(f" {b} |" for b in benchmarks))  # fmt: skip
+    print("|---|---|---|---:|---:|" + "---:|" * (8 + len(benchmarks)))
     for extra in args.extra.split(","):
         added = {
             "none": lambda: [],
@@ -81,12 +97,14 @@ def main() -> None:
         tuned = TunedTable(**vars(table), result=result)
         t2 = time.perf_counter()
         for blend in (float(b) for b in args.blends.split(",")):
-            model = StaticModel(tuned.blended(blend), table.tokenizer, normalize=False)  # as exported
+            rows = tuned.blended(blend)
+            model = StaticModel(rows, table.tokenizer, normalize=False)  # as exported
             score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
             years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
             print(f"| {extra} | {len(ids):,} + {len(all_ids) - len(ids):,} | {t1 - t0:.0f}, {t2 - t1:.0f} | "
                   f"{tuned.result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
-                  f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |", flush=True)  # fmt: skip
+                  f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |"
+                  + word_columns(table.words, rows, benchmarks), flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
