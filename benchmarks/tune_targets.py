@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
 
-from distill.evaluation.datasets import load_similarity
-from distill.evaluation.metrics import evaluate_similarity
+from distill.config import Oov
+from distill.evaluation.datasets import load_benchmark
+from distill.evaluation.report import EvalOptions, score_vectors
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
 from distill.lexicon import word_bags
 from distill.rundir import RunDir
@@ -35,10 +37,10 @@ from distill.tune.train import TunedTable, export_table, tune
 from distill.vectors.keyed import to_keyed_vectors
 
 
-def word_columns(words: list[str], rows: np.ndarray, benchmarks: list[str]) -> str:
+def word_columns(words: list[str], rows: np.ndarray, datasets: dict[str, Any]) -> str:
     """Each word benchmark's Spearman x100 (pairs covered) for the first ``len(words)`` rows."""
     kv = to_keyed_vectors(words, rows[: len(words)])
-    scores = [evaluate_similarity(kv, load_similarity(name)) for name in benchmarks]
+    scores = score_vectors(kv, EvalOptions(tuple(datasets), oov=(Oov.STANDARD,)), datasets)
     return "".join(f" {100 * s.score:.1f} ({s.n_covered:,}) |" for s in scores)
 
 
@@ -74,6 +76,7 @@ def main() -> None:
     teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")
     pairs = load_sts()
     benchmarks = [b for b in args.word_benchmarks.split(",") if b]
+    datasets = {name: load_benchmark(name) for name in benchmarks}  # read once, scored at every blend
     print("| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | STS12 (test) | "
           "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |"
           + "".join(f" {b} |" for b in benchmarks))  # fmt: skip
@@ -104,7 +107,7 @@ def main() -> None:
             print(f"| {extra} | {len(ids):,} + {len(all_ids) - len(ids):,} | {t1 - t0:.0f}, {t2 - t1:.0f} | "
                   f"{tuned.result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
                   f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |"
-                  + word_columns(table.words, rows, benchmarks), flush=True)  # fmt: skip
+                  + word_columns(table.words, rows, datasets), flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
