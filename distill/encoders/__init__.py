@@ -4,11 +4,12 @@ offsets, and run windows to every layer's hidden states. A new model family is o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
-
-import torch
+from typing import TYPE_CHECKING, Any, Protocol
 
 from distill.encoders.alignment import Window
+
+if TYPE_CHECKING:  # torch loads with the model, not with this package: a tokenizing worker never imports it
+    import torch
 
 
 class Encoder(Protocol):

@@ -88,6 +88,18 @@ def make_windows(encodings: list[Any]) -> list[Window]:
     return windows
 
 
+@dataclass
+class WindowTokenizer:
+    """A model's truncating fast tokenizer alone (``tokenize`` and ``unk_id`` of an ``Encoder``, for one
+    stride): what a worker process needs to tokenize and align chunks, sent to it without torch."""
+
+    backend: Any
+    unk_id: int | None
+
+    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
+        return make_windows(self.backend.encode_batch(texts, add_special_tokens=True))
+
+
 def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """For each occurrence, the window that holds it whole and gives it the most context on both sides.
 

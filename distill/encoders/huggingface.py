@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from distill.encoders.alignment import Window, make_windows, pad_windows, truncating_backend
+from distill.encoders.alignment import Window, WindowTokenizer, pad_windows, truncating_backend
 from distill.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -77,18 +77,6 @@ class HuggingFaceEncoder:
             use_cache=False,
         )
         return output.hidden_states, width
-
-
-@dataclass
-class WindowTokenizer:
-    """A model's truncating fast tokenizer alone (``tokenize`` and ``unk_id`` of an ``Encoder``, for one
-    stride): what a worker process needs to tokenize and align chunks."""
-
-    backend: Any
-    unk_id: int | None
-
-    def tokenize(self, texts: list[str], stride: int) -> list[Window]:
-        return make_windows(self.backend.encode_batch(texts, add_special_tokens=True))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
