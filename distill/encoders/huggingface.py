@@ -3,6 +3,7 @@ after the highest requested layer. No code from a model folder or the hub ever r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -12,6 +13,7 @@ from typing import Any, cast
 from urllib.parse import urlparse
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from distill.encoders.alignment import Window, WindowTokenizer, pad_windows, truncating_backend
 from distill.errors import ConfigError
@@ -22,6 +24,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_LENGTH = 512
 #: Names of a final normalisation applied after the last layer (GPT-2, Llama, OPT).
 _FINAL_NORMS = ("ln_f", "norm", "final_layer_norm")
+#: The attention kernels a GPU forward may run: not cuDNN's, which builds a plan for each new batch shape, and
+#: token-budget batches seldom repeat a shape (RESULTS.md, GPU path).
+_GPU_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 @dataclass
@@ -70,12 +75,13 @@ class HuggingFaceEncoder:
         pin = self.device.type == "cuda"
         if pin:
             ids, mask = ids.pin_memory(), mask.pin_memory()
-        output = self.model(
-            input_ids=ids.to(self.device, non_blocking=pin),
-            attention_mask=mask.to(self.device, non_blocking=pin),
-            output_hidden_states=True,
-            use_cache=False,
-        )
+        with sdpa_kernel(_GPU_ATTENTION) if pin else contextlib.nullcontext():
+            output = self.model(
+                input_ids=ids.to(self.device, non_blocking=pin),
+                attention_mask=mask.to(self.device, non_blocking=pin),
+                output_hidden_states=True,
+                use_cache=False,
+            )
         return output.hidden_states, width
 
 
