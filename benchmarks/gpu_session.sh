@@ -5,15 +5,18 @@
 #   make gpu-carry                          # here, once: fills .whl/, .gpu/ and .gpu2/ (git-ignored)
 #   bash benchmarks/gpu_session.sh 1        # device call 1, carry .whl and .gpu (about 50 MB)
 #   bash benchmarks/gpu_session.sh 2        # device call 2 within 30 s of the first, carry .gpu2 (about 65 MB)
+#   bash benchmarks/gpu_session.sh host     # one device call, carry .whl and .gpu: where the host's time goes
 #
 # Part 1: a random BERT-base (12 layers x 768, MiniLM's tokenizer) built from a seeded config, CPU vs GPU
 # vectors, throughput of all layers (three token budgets) and of layer 1 against the tuned bare forward, where
 # the time goes (benchmarks/gpu_profile.py), the host ceiling with the cores as workers. Part 2: MiniLM (float16
 # copy) throughput, then the 12M-word Gutenberg sample distilled on the GPU with the random BERT-base, all
-# layers (manifest: tokens, tokens/s, stage times, peak memory).
+# layers (manifest: tokens, tokens/s, stage times, peak memory). Part host: the tokenizing pool's start and
+# throughput by number of workers (benchmarks/pool_check.py), then whole runs' stage times with no workers and
+# with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1 or 2"}
+part=${1:?"which part: 1, 2 or host"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -29,7 +32,7 @@ step() {  # step NAME COMMAND...: run it under a time limit, its output to the s
     timeout "${STEP_SECONDS:-240}" "$@" 2>&1 | tee -a "$out/$name.log"
 }
 
-if [ "$part" = 1 ]; then
+setup() {  # the wheels, the STS corpus and the random BERT-base, from what part 1 and host carry
     if [ "${WHEELS:-1}" = 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || exit 2
     fi
@@ -38,6 +41,21 @@ if [ "$part" = 1 ]; then
     (nvidia-smi || true; python3 -c "import torch; print(torch.__version__, torch.cuda.is_available())") > "$out/device.log" 2>&1
     step build python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
 from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/bert-base-random'))"
+}
+
+if [ "$part" = host ]; then
+    setup
+    xz -dc .gpu/gutenberg-2m.txt.xz > "$work/g2m.txt" || exit 2
+    [ "$lines" -gt 0 ] && head -n "$lines" "$work/g2m.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/g2m.txt"
+    for corpus in sts g2m; do
+        step "pool-$corpus" python3 benchmarks/pool_check.py --model "$work/bert-base-random" --corpus "$work/$corpus.txt"
+        for workers in 0 ${HOST_WORKERS:-14}; do
+            step "stages-$corpus-$workers" python3 benchmarks/stage_times.py --model "$work/bert-base-random" \
+                --corpus "$work/$corpus.txt" --device "$device" --workers "$workers" --chunk-size 4096
+        done
+    done
+elif [ "$part" = 1 ]; then
+    setup
     if [ "$device" = cuda ]; then
         step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" --lines 2000 \
             --model-dir "$work/bert-base-random"
@@ -65,6 +83,6 @@ open('$work/gutenberg.txt', 'wb'))" || exit 2
         --chunk-size 65536 --no-progress --out "$work/gutenberg-run" -v
     cp "$work/gutenberg-run/manifest.json" "$out/gutenberg-manifest.json" 2>/dev/null
 else
-    echo "part must be 1 or 2" >&2
+    echo "part must be 1, 2 or host" >&2
     exit 2
 fi
