@@ -22,21 +22,23 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
+# at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
 from distill.config import Layers, RunConfig, token_budget
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder, load_encoder_config
-from distill.encoding.batches import ChunkDone, iter_batches
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
-from distill.pipeline import run_pipeline
 
 
 def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[int, float]:
     """Tokens and seconds of the forward passes alone, on the batches the pipeline builds; prints their shape."""
+    import torch
+
+    from distill.encoding.batches import ChunkDone, iter_batches
+
     lowercase = model.uncased
     vocab = build_vocabulary(
         count_words(iter_lines(corpus), lowercase), lowercase=lowercase, min_count=config.min_count
@@ -68,6 +70,10 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
 
 
 def main() -> None:
+    import torch
+
+    from distill.pipeline import run_pipeline
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--layers", default="all")
