@@ -17,12 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
+# at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
 from distill.config import RunConfig
-from distill.pipeline import run_pipeline
 
 
 def main() -> None:
@@ -40,6 +39,9 @@ def main() -> None:
 
 def profile(args: argparse.Namespace, tmp: Path) -> None:
     """The two profiled runs, their output under ``tmp``."""
+    import torch
+
+    from distill.pipeline import run_pipeline
 
     def config(name: str) -> RunConfig:
         return RunConfig(model=args.model, corpus=(args.corpus,), out=str(tmp / name), layers=args.layers,

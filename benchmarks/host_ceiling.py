@@ -24,14 +24,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import torch
-
+# Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
+# at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
 from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoders.alignment import make_windows, pad_windows
-from distill.encoding.batches import ChunkDone, iter_batches, token_batches
 from distill.encoding.workers import sort_prepared, usable_cores
 from distill.iterate import batched
 from distill.occurrences import iter_jobs, plan_sample
@@ -40,6 +39,8 @@ from distill.paths import default_corpus, resolve_model
 
 def assemble(batch: list, pin: bool) -> int:
     """The padded ids and mask of one batch, as the encoder builds them; returns its real tokens."""
+    import torch
+
     padded, real = pad_windows([p.window for p in batch])
     ids, mask = torch.from_numpy(padded), torch.from_numpy(real).long()
     if pin:
@@ -56,6 +57,10 @@ def cpu_seconds() -> float:
 def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tuple[int, float, float]:
     """Tokens the host prepares, the seconds it takes from the corpus file to assembled batches, and the CPU
     seconds of the main process in that time."""
+    import torch
+
+    from distill.encoding.batches import ChunkDone, iter_batches
+
     t0, c0 = time.perf_counter(), cpu_seconds()
     lowercase = model.uncased  # type: ignore[attr-defined]
     vocab = build_vocabulary(count_words(iter_lines([corpus]), lowercase), lowercase=lowercase, min_count=5)
@@ -87,6 +92,10 @@ SERIAL = ("read", "count", "plan")  # before the first sentence can be tokenized
 
 def stage_seconds(corpus: str, model: object, config: RunConfig) -> tuple[dict[str, tuple[float, float]], int]:
     """Each host stage alone, in order, over the whole corpus: its (wall, CPU) seconds; and the tokens."""
+    import torch
+
+    from distill.encoding.batches import token_batches
+
     timings: dict[str, tuple[float, float]] = {}
 
     @contextmanager
