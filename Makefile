@@ -47,9 +47,13 @@ distill-large: install
 		--split-sentences $(AMX) \
 		--out $(or $(OUT),outputs/$(MODEL)-gutenberg) $(ARGS)
 
-# The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers
+# The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers.
+# MODEL_BAGS: bags of English's frequent words tuned on beside the corpus sentences (--teacher-bags). Over two seeds
+# they lift MiniLM's sentence model and lower MPNet's (RESULTS.md, issue 33), so MPNet tunes on the sentences alone.
+MODEL_BAGS ?= $(if $(filter mpnet,$(MODEL)),0,50000)
 model: install
-	$(VENV)/bin/distill model --model $(MODEL) $(foreach c,$(CORPUS),--corpus $(c)) $(if $(OUT),--out $(OUT)) $(ARGS)
+	$(VENV)/bin/distill model --model $(MODEL) --teacher-bags $(MODEL_BAGS) $(foreach c,$(CORPUS),--corpus $(c)) \
+		$(if $(OUT),--out $(OUT)) $(ARGS)
 
 evaluate: install
 	$(VENV)/bin/distill evaluate $(VECTORS) $(foreach b,$(BASELINE),--baseline $(b)) $(ARGS)
