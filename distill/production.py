@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from distill.evaluation.datasets import load_similarity
-from distill.evaluation.metrics import evaluate_similarity
+from distill.config import Oov
+from distill.evaluation.report import EvalOptions, score_vectors
 from distill.evaluation.sentences import (
     DEV_YEARS,
     HELD_OUT_YEARS,
@@ -29,13 +29,11 @@ WORD_BENCHMARKS = ("simlex999", "men", "ws353")
 
 
 def word_scores(run: RunDir, name: str) -> dict[str, dict[str, float]]:
-    """Spearman and pairs covered of a set on the dev word-similarity benchmarks."""
-    kv = run.load(name)
-    out = {}
-    for bench in WORD_BENCHMARKS:
-        score = evaluate_similarity(kv, load_similarity(bench))
-        out[bench] = {"spearman": score.score, "covered": score.n_covered, "pairs": score.n_total}
-    return out
+    """Spearman and pairs covered of a set on the dev word-similarity benchmarks, scored as ``distill evaluate``
+    scores them (pairs with a word the set lacks skipped)."""
+    scores = score_vectors(run.load(name), EvalOptions(WORD_BENCHMARKS, oov=(Oov.STANDARD,)))
+    return {s.benchmark: {"spearman": s.score, "covered": s.n_covered, "pairs": s.n_total}
+            for s in scores if s.section == "all"}  # fmt: skip
 
 
 def _years(manifest: dict[str, Any]) -> tuple[str, str, str]:
