@@ -80,7 +80,7 @@ open('$work/gutenberg.txt', 'wb'))" || exit 2
     rm -rf "$work/gutenberg-run"
     step gutenberg python3 -m distill run --model "$work/bert-base-random" --corpus "$work/gutenberg.txt" \
         --sampling greedy --max-occurrences 25 --min-count 3 --layers all --pooling mean --device "$device" \
-        --chunk-size 65536 --no-progress --out "$work/gutenberg-run" -v
+        --no-progress --out "$work/gutenberg-run" -v  # the run's own chunks: 65,536 left workers idle (RESULTS.md)
     cp "$work/gutenberg-run/manifest.json" "$out/gutenberg-manifest.json" 2>/dev/null
 else
     echo "part must be 1, 2 or host" >&2
