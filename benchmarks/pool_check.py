@@ -12,7 +12,6 @@ a worker runs. On a many-core host this says whether the pool, the chunks or the
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from host_ceiling import cpu_seconds  # benchmarks/, this script's folder
+
 from distill.config import RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
@@ -28,11 +29,6 @@ from distill.encoding.workers import prepared_chunks, usable_cores
 from distill.iterate import batched
 from distill.occurrences import SentenceJob, iter_jobs, plan_sample
 from distill.paths import resolve_model
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def import_seconds(module: str) -> float:

@@ -163,7 +163,7 @@ def test_a_pool_of_tokenizing_workers_gives_the_same_batches_in_order(tiny_bert_
 
 
 def test_a_tokenizing_worker_starts_without_torch():
-    """Each worker imports what it runs: with torch among it, 14 workers took 12.8 s to start on the GPU machine."""
+    """Each worker imports what it runs: torch among it would cost every worker seconds to start (RESULTS.md)."""
     code = "import sys, distill.encoding.workers; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
     imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert imported.strip() == "[]"
