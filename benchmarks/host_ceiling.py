@@ -26,6 +26,8 @@ from contextlib import contextmanager
 
 # Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
 # at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
+from sentence_jobs import sentence_jobs  # benchmarks/, this script's folder
+
 from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
@@ -63,9 +65,7 @@ def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tu
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     lowercase = model.uncased  # type: ignore[attr-defined]
-    vocab = build_vocabulary(count_words(iter_lines([corpus]), lowercase), lowercase=lowercase, min_count=5)
-    sample = plan_sample(vocab.counts, config.max_occurrences, config.seed)
-    jobs = iter_jobs(iter_lines([corpus]), vocab, sample)
+    jobs = sentence_jobs([corpus], lowercase, 5, config.max_occurrences, config.seed)
     tokens, pin = 0, torch.cuda.is_available()
     batches = iter_batches(model, jobs, stride=config.stride, batch_tokens=config.batch_tokens,  # type: ignore[arg-type]
                            workers=workers)  # fmt: skip

@@ -21,13 +21,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from host_ceiling import cpu_seconds  # benchmarks/, this script's folder
+from sentence_jobs import sentence_jobs
 
 from distill.config import RunConfig
-from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoding.workers import prepared_chunks, usable_cores
 from distill.iterate import batched
-from distill.occurrences import SentenceJob, iter_jobs, plan_sample
+from distill.occurrences import SentenceJob
 from distill.paths import resolve_model
 
 
@@ -70,9 +70,7 @@ def main() -> None:
     model = load_encoder(config.model, resolve_model(config.model), (1,), device="cpu")
     lowercase = model.uncased  # type: ignore[attr-defined]
     t0 = time.perf_counter()
-    vocab = build_vocabulary(count_words(iter_lines([args.corpus]), lowercase), lowercase=lowercase, min_count=3)
-    plan = plan_sample(vocab.counts, 25, 0)
-    jobs = list(iter_jobs(iter_lines([args.corpus]), vocab, plan))
+    jobs = list(sentence_jobs([args.corpus], lowercase, min_count=3, max_occurrences=25, seed=0))
     chunks = list(batched(jobs, args.chunk_size))
     print(f"count, plan and walk: {time.perf_counter() - t0:.2f} s; {len(jobs):,} sentences in {len(chunks)} chunks "
           f"of {args.chunk_size}", flush=True)  # fmt: skip

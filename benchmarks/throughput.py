@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
 # at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
+from sentence_jobs import sentence_jobs  # benchmarks/, this script's folder
+
 from distill.config import Layers, RunConfig, token_budget
-from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder, load_encoder_config
-from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 
 
@@ -40,11 +40,7 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     from distill.encoding.batches import ChunkDone, iter_batches
 
     lowercase = model.uncased
-    vocab = build_vocabulary(
-        count_words(iter_lines(corpus), lowercase), lowercase=lowercase, min_count=config.min_count
-    )
-    plan = plan_sample(vocab.counts, config.max_occurrences, config.seed)
-    jobs = iter_jobs(iter_lines(corpus), vocab, plan)
+    jobs = sentence_jobs(corpus, lowercase, config.min_count, config.max_occurrences, config.seed)
     budget = token_budget(config.batch_tokens, model.device)
     batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, batch_size=config.batch_size,
                                                                     stride=config.stride, chunk_size=config.chunk_size,
