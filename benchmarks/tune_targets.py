@@ -70,9 +70,12 @@ def main() -> None:
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
     table = export_table(run, name, SentenceRecipe(Weighting.SIF))
-    texts, targets, _ = read_teacher(run.path)
+    texts, targets, run_bags = read_teacher(run.path)
     ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
+    is_bag = (np.arange(len(texts)) >= len(texts) - run_bags)[keep]  # the run's own bags (--teacher-bags)
+    bag_ids, bag_targets = [i for i, b in zip(ids, is_bag) if b], targets[is_bag]
+    ids, targets, texts = [i for i, b in zip(ids, is_bag) if not b], targets[~is_bag], texts[: len(texts) - run_bags]
     teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")
     pairs = load_sts()
     benchmarks = [b for b in args.word_benchmarks.split(",") if b]
@@ -94,8 +97,9 @@ def main() -> None:
             embedded = teacher.encode(added, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
             added_ids, added_keep = table.sentence_ids(added)
             all_ids, all_targets = ids + added_ids, np.concatenate([targets, embedded[added_keep]])
-        t1 = time.perf_counter()
-        train_only = len(all_ids) - len(ids) if extra == "bags" else 0  # as distill tune trains on bags
+        train_only = len(bag_ids) + (len(all_ids) - len(ids) if extra == "bags" else 0)
+        all_ids, all_targets = all_ids + bag_ids, np.concatenate([all_targets, bag_targets])  # bags last, as
+        t1 = time.perf_counter()  # distill tune trains on them: never held out
         result = tune(table.start, all_ids, all_targets, TuneOptions(seed=args.seed), train_only=train_only)
         tuned = TunedTable(**vars(table), result=result)
         t2 = time.perf_counter()
