@@ -9,7 +9,7 @@ mean points where the teacher's embedding of that sentence points (same width, n
 cosine matrices). With ``shared_map`` (the default) one linear map of the width, starting as the identity, is
 trained with the rows and applied to every row of the table: the words and pieces that no tuning sentence
 holds move with the rest instead of staying where the tuned ones left them. The rows train by lazy (sparse)
-Adam: a step updates the rows its sentences hold, so a table of 300,000 words trains as fast as one of 30,000.
+Adam: a step updates only the rows its sentences hold, so its cost does not grow with the table.
 A seeded tenth of the sentences is held out; training stops when their loss stops falling, and the tuned table
 is the start moved ``blend`` of the way to the best epoch's.
 """
