@@ -103,6 +103,12 @@ def tuned_pieces_name(set_name: str) -> str:
     return f"{set_name}.pieces.npz"
 
 
+def tuned_map_name(set_name: str) -> str:
+    """The linear map a tuned set applied to the rows no tuning sentence held, blend included: what puts a
+    word read alone into the tuned set's space."""
+    return f"{set_name}.map.npz"
+
+
 def is_pieces_file(file_name: str) -> bool:
     """Whether a file holds piece vectors of a layer."""
     return file_name.startswith("layer") and file_name.endswith(".pieces.npz")

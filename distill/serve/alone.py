@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from distill.config import WORD, Template
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
+from distill.files import member, read_npz
+from distill.names import MANIFEST
 from distill.rundir import RunDir, untuned_set
 from distill.serve.formats import letters
 from distill.serve.pieces import PieceVectors, set_layers, with_rows
@@ -41,17 +43,25 @@ class AloneFallback:
     template: Template = field(default_factory=Template)  # the run's prompt (bare for older runs)
     progress: bool = True  # a bar (or log lines) when many words are read at once
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
+    transform: np.ndarray | None = None  # (dim, dim), applied on the right: a tuned set's map (None: none)
     source: ClassVar[str] = "alone"
 
     @classmethod
     def open(cls, run_dir: str | Path, set_name: str) -> AloneFallback | None:
         """The run's model, cut after the set's highest layer, on the best device; None for a set single
-        vectors cannot follow (post-processed, tuned). A model that cannot be loaded is a ``ConfigError``."""
+        vectors cannot follow (post-processed; tuned before tuning kept its map). A tuned set's readings are
+        those of the set it was tuned from, moved by its map where its untrained rows went. A model that cannot
+        be loaded is a ``ConfigError``."""
         manifest = RunDir(run_dir).manifest()
-        found = set_layers(manifest, set_name)
+        transform = tuned_transform(Path(run_dir), manifest, set_name)
+        if transform is False:
+            return None
+        found = set_layers(manifest, untuned_set(manifest, set_name))
         if found is None:
             return None
-        return cls.for_layers(manifest, *found)
+        fallback = cls.for_layers(manifest, *found)
+        fallback.transform = transform
+        return fallback
 
     @classmethod
     def for_layers(cls, manifest: dict[str, Any], layers: list[int], how: str | None) -> AloneFallback:
@@ -86,7 +96,26 @@ class AloneFallback:
         """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
         folded = [w.lower() if self.lowercase else w for w in words]
         states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress)
-        return states[0] if self.combine is None else combine(list(states), self.combine)
+        read = states[0] if self.combine is None else combine(list(states), self.combine)
+        return read if self.transform is None else (read @ self.transform).astype(np.float32)
+
+
+def tuned_transform(run_dir: Path, manifest: dict[str, Any], set_name: str) -> np.ndarray | Literal[False] | None:
+    """The map that takes a reading of the set a tuned set was tuned from into the tuned set's space (composed
+    through a set tuned again); None for a set not tuned; False for one tuned without keeping its map."""
+    record = (manifest.get("derived") or {}).get(set_name) or {}
+    if "tuned_from" not in record:
+        return None
+    if not record.get("alone_map"):
+        return False
+    matrix = read_npz(member(run_dir, record["alone_map"], run_dir / MANIFEST), ("map",))["map"]
+    dim = matrix.shape[0] if matrix.ndim == 2 else -1
+    if matrix.shape != (dim, dim) or not np.isfinite(matrix).all():
+        raise ConfigError(f"{run_dir / record['alone_map']} is damaged; tune the set again")
+    inner = tuned_transform(run_dir, manifest, str(record["tuned_from"]))
+    if inner is False:
+        return False
+    return matrix.astype(np.float32) if inner is None else (inner @ matrix).astype(np.float32)
 
 
 @lru_cache(maxsize=1)

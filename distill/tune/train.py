@@ -27,7 +27,8 @@ import torch
 from torch.nn import functional
 
 from distill.errors import ConfigError
-from distill.names import set_files
+from distill.files import atomic_path
+from distill.names import set_files, tuned_map_name
 from distill.progress import track
 from distill.rundir import RunDir
 from distill.serve.export import prepared_set, set_pieces
@@ -48,6 +49,14 @@ class TuneResult:
     best_epoch: int = 0
     sentences: int = 0  # targets trained on: corpus sentences and bags of words
     bags: int = 0  # of them, bags of the language's words (``--teacher-bags``)
+    map: np.ndarray | None = None  # (dim, dim): the shared map at the best epoch (None: trained without one)
+
+    def untrained_map(self, blend: float) -> np.ndarray:
+        """Where the blended table puts a row no tuning sentence held: ``row @ result.T`` (lazy Adam leaves
+        such a row at its start, so only the shared map moves it)."""
+        eye = np.eye(self.vectors.shape[1], dtype=np.float32)
+        trained = eye if self.map is None else self.map
+        return (eye + np.float32(blend) * (trained - eye)).T.astype(np.float32)
 
 
 def sentence_ids(texts: list[str], tokenizer: Any, unknown: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -179,6 +188,7 @@ def tune(
         if held_loss < best:
             best, result.best_epoch = held_loss, epoch
             result.vectors = student.table()
+            result.map = None if student.map is None else student.map.weight.detach().numpy().copy()
         elif epoch - result.best_epoch >= options.patience:
             break
     return result
@@ -243,6 +253,13 @@ def train_table(
     return TunedTable(**vars(table), result=result)
 
 
+def write_map(path: Path, matrix: np.ndarray) -> Path:
+    """A tuned set's map for words read alone (:meth:`TuneResult.untrained_map`), as ``map`` in an ``.npz``."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, map=matrix.astype(np.float32))
+    return path
+
+
 def tune_run(
     run_dir: str | Path,
     vector_set: str | None = None,
@@ -262,8 +279,10 @@ def tune_run(
     files = set_files(tuned_name)
     if table.pieces is not None and len(rows) > len(words) + 1:
         files.append(write_tuned_pieces(run.path, tuned_name, table.pieces, table.tokenizer, rows, len(words)).name)
+    files.append(write_map(run.path / tuned_map_name(tuned_name), table.result.untrained_map(options.blend)).name)
     record = {
         "tuned_from": table.name,
+        "alone_map": tuned_map_name(tuned_name),
         "sentence_ready": True,
         "recipe": recipe.to_json(),
         "options": options.to_json(),

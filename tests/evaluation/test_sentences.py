@@ -132,6 +132,29 @@ def test_tuning_brings_sentence_means_toward_the_teacher(teacher_run):
     np.testing.assert_array_equal(distill.load(teacher_run.out, vector_set=name).vectors, kv.vectors)
 
 
+def test_a_tuned_set_reads_a_word_alone_where_its_untrained_rows_went(teacher_run):
+    from distill.files import read_npz
+    from distill.serve.anyword import open_fallback
+
+    name, _, result = tune_run(teacher_run.out, options=TuneOptions(epochs=3, batch_size=16, blend=0.5))
+    manifest = json.loads((teacher_run.out / "manifest.json").read_text())
+    map_file = manifest["derived"][name]["alone_map"]
+    assert map_file in manifest["files"]
+    stored = read_npz(teacher_run.out / map_file, ("map",))["map"]
+    np.testing.assert_allclose(stored, result.untrained_map(0.5), rtol=1e-6)
+    untuned = open_fallback(teacher_run.out, teacher_run.manifest["best"], "alone")
+    tuned = open_fallback(teacher_run.out, name, "alone")
+    words = ["kingqqq", "zebra"]
+    for word, plain, moved in zip(words, untuned.vectors(words), tuned.vectors(words)):
+        np.testing.assert_allclose(moved, plain @ stored, rtol=1e-4, atol=1e-5, err_msg=word)
+    assert distill.load(teacher_run.out, vector_set=name, oov="alone")["kingqqq"].shape == (stored.shape[0],)
+    good = (teacher_run.out / map_file).read_bytes()
+    (teacher_run.out / map_file).write_bytes(b"not an npz")
+    with pytest.raises(ConfigError, match="make it again"):
+        open_fallback(teacher_run.out, name, "alone")
+    (teacher_run.out / map_file).write_bytes(good)  # the module's run, for the tests after this one
+
+
 def test_tuning_trains_the_exports_whole_table_and_blend_scales_the_change(tiny_bert_dir, tmp_path):
     from model2vec import StaticModel
 

@@ -266,7 +266,7 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
     np.testing.assert_array_equal(tuned.vector("kingqqq"), fallback.vector("kingqqq"))
     from distill.serve.anyword import open_fallback
 
-    assert open_fallback(run.out, f"{best}.tuned", "alone") is None  # the model's reading is not in a tuned space
+    assert open_fallback(run.out, f"{best}.tuned", "alone") is None  # tuned without keeping its map: no reading
 
     a, b, c = kv.index_to_key[:3]
     data = SimilarityDataset("toy", ((a, b), (a, "kingqqq"), (b, "kingqqq"), (c, a)), (1.0, 3.0, 2.0, 4.0))

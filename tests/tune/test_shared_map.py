@@ -72,3 +72,13 @@ def test_rows_no_sentence_holds_move_only_with_the_shared_map(shared_map):
     cosine /= np.linalg.norm(unseen, axis=1)
     before = np.sum(unseen * (unseen @ rotation.T), axis=1) / np.linalg.norm(unseen, axis=1) ** 2
     assert cosine.mean() > 0.5 and cosine.mean() > before.mean() + 0.3, (cosine, before)
+
+
+@pytest.mark.parametrize("blend", [0.25, 1.0])
+def test_the_untrained_map_is_where_the_blended_table_puts_the_rows_no_sentence_holds(blend):
+    start, ids, targets, _ = _problem()
+    result = tune(start, ids, targets, TuneOptions(epochs=20, batch_size=32, learning_rate=2e-2))
+    assert result.map is not None and not np.allclose(result.map, np.eye(start.shape[1]), atol=1e-2)
+    blended = start + np.float32(blend) * (result.vectors - start)  # what TunedTable.blended gives
+    np.testing.assert_allclose(blended[25:], start[25:] @ result.untrained_map(blend), rtol=1e-4, atol=1e-5)
+    assert not np.allclose(blended[:25], start[:25] @ result.untrained_map(blend), atol=1e-3)  # the trained rows
