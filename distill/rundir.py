@@ -112,12 +112,17 @@ class RunDir:
         checked = check_manifest(data, self.manifest_path)
         write_json(checked, self.manifest_path)
 
-    def add_set(self, name: str, record: dict[str, Any], files: Sequence[str]) -> dict[str, Any]:
+    def add_set(
+        self, name: str, record: dict[str, Any], files: Sequence[str], recommend: bool = False
+    ) -> dict[str, Any]:
         """Record a set made from the run (``derived[name]``) and list its ``files``, under the run's lock:
-        commands adding sets to one run at once never lose each other's."""
+        commands adding sets to one run at once never lose each other's. ``recommend``: it becomes the run's
+        recommended set."""
 
         def change(data: dict[str, Any]) -> None:
             data.setdefault("derived", {})[bare_name(name, self.path)] = record
+            if recommend:
+                data["best"] = bare_name(name, self.path)
 
         return self.update_manifest(files, change)
 

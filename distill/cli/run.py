@@ -233,6 +233,12 @@ def tune(
             "the rest (--no-shared-map: only the rows the sentences hold change)."
         ),
     ] = TuneOptions.shared_map,
+    recommend: Annotated[
+        bool,
+        typer.Option(
+            "--recommend", help="Make the tuned set the run's recommended set (what --set best, export and load pick)."
+        ),
+    ] = False,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -245,7 +251,7 @@ def tune(
     with user_errors():
         options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed,
                               loss=loss, shared_map=shared_map)  # fmt: skip
-        name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress)
+        name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress, recommend=recommend)
     best = result.history[result.best_epoch]
     targets = f"{result.sentences - result.bags:,} sentences" + (f" and {result.bags:,} bags" if result.bags else "")
     typer.echo(

@@ -266,10 +266,12 @@ def tune_run(
     recipe: SentenceRecipe = SentenceRecipe(Weighting.SIF),
     options: TuneOptions = TuneOptions(),
     progress: bool = False,
+    recommend: bool = False,
 ) -> tuple[str, Any, TuneResult]:
     """Tune a set of a run (default: its recommended set) toward the teacher embeddings it kept; the tuned
     words are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
-    ``--weighting none``, which ``auto`` chooses for it), its tuned pieces beside it."""
+    ``--weighting none``, which ``auto`` chooses for it), its tuned pieces and its map for words read alone
+    beside it; ``recommend``: the tuned set becomes the run's recommended set."""
     run = RunDir(run_dir)
     table = train_table(run, run.resolve_set(vector_set), recipe, options, progress)
     rows, words = table.blended(options.blend), table.words
@@ -291,5 +293,5 @@ def tune_run(
         "best_epoch": table.result.best_epoch,
         "history": table.result.history,
     }
-    run.add_set(tuned_name, record, files)
+    run.add_set(tuned_name, record, files, recommend)
     return tuned_name, tuned, table.result

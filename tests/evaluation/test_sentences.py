@@ -155,6 +155,25 @@ def test_a_tuned_set_reads_a_word_alone_where_its_untrained_rows_went(teacher_ru
     (teacher_run.out / map_file).write_bytes(good)  # the module's run, for the tests after this one
 
 
+def test_tune_recommend_makes_the_tuned_set_the_runs_recommended_one(tiny_bert_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from distill.cli import app
+
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      best=True, teacher=True, min_count=3, max_occurrences=20, progress=False)  # fmt: skip
+    untuned = run.manifest["best"]
+    result = CliRunner().invoke(app, ["tune", str(run.out), "--set", "best", "--epochs", "2", "--batch-size", "16",
+                                      "--blend", "0.25", "--recommend", "--no-progress"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((run.out / "manifest.json").read_text())
+    assert manifest["best"] == f"{untuned}.tuned" and manifest["derived"][manifest["best"]]["tuned_from"] == untuned
+    assert manifest["derived"][manifest["best"]]["options"]["blend"] == 0.25
+    np.testing.assert_array_equal(
+        distill.load(run.out).vectors, distill.load(run.out, vector_set=f"{untuned}.tuned").vectors
+    )
+
+
 def test_tuning_trains_the_exports_whole_table_and_blend_scales_the_change(tiny_bert_dir, tmp_path):
     from model2vec import StaticModel
 
