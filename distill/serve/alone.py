@@ -109,7 +109,7 @@ def tuned_transform(run_dir: Path, manifest: dict[str, Any], set_name: str) -> n
     if not record.get("alone_map"):
         return False
     matrix = read_npz(member(run_dir, record["alone_map"], run_dir / MANIFEST), ("map",))["map"]
-    dim = matrix.shape[0] if matrix.ndim == 2 else -1
+    dim = int(manifest["model"].get("hidden_size", matrix.shape[0] if matrix.ndim else -1))  # the readings' width
     if matrix.shape != (dim, dim) or not np.isfinite(matrix).all():
         raise ConfigError(f"{run_dir / record['alone_map']} is damaged; tune the set again")
     inner = tuned_transform(run_dir, manifest, str(record["tuned_from"]))

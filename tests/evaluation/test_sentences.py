@@ -152,6 +152,9 @@ def test_a_tuned_set_reads_a_word_alone_where_its_untrained_rows_went(teacher_ru
     (teacher_run.out / map_file).write_bytes(b"not an npz")
     with pytest.raises(ConfigError, match="make it again"):
         open_fallback(teacher_run.out, name, "alone")
+    np.savez(teacher_run.out / map_file, map=np.eye(stored.shape[0] + 1, dtype=np.float32))  # square, wrong width
+    with pytest.raises(ConfigError, match="damaged"):
+        open_fallback(teacher_run.out, name, "alone")
     (teacher_run.out / map_file).write_bytes(good)  # the module's run, for the tests after this one
 
 
