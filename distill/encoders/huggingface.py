@@ -3,7 +3,6 @@ after the highest requested layer. No code from a model folder or the hub ever r
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -47,6 +46,7 @@ class HuggingFaceEncoder:
     layers_run: int = 0  # transformer layers actually run
     unk_id: int | None = None  # the tokenizer's unknown piece, if it has one
     backends: dict[int, Any] = field(default_factory=dict, repr=False)  # truncating tokenizer per stride
+    mask_kind: str | None = None  # on a GPU: the padded batches' mask (attention_mask_4d), once probed
 
     @property
     def attention(self) -> str | None:
@@ -71,18 +71,67 @@ class HuggingFaceEncoder:
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""
         padded, real = pad_windows(batch)
-        ids, mask, width = torch.from_numpy(padded), torch.from_numpy(real).long(), padded.shape[1]
-        pin = self.device.type == "cuda"
-        if pin:
-            ids, mask = ids.pin_memory(), mask.pin_memory()
-        with sdpa_kernel(_GPU_ATTENTION) if pin else contextlib.nullcontext():
-            output = self.model(
-                input_ids=ids.to(self.device, non_blocking=pin),
-                attention_mask=mask.to(self.device, non_blocking=pin),
-                output_hidden_states=True,
-                use_cache=False,
-            )
-        return output.hidden_states, width
+        ids, width = torch.from_numpy(padded), padded.shape[1]
+        if self.device.type != "cuda":
+            return self._run(ids, torch.from_numpy(real).long()), width
+        ids = ids.pin_memory().to(self.device, non_blocking=True)
+        with sdpa_kernel(_GPU_ATTENTION):
+            if real.all():  # no padding: no mask, as transformers itself drops an all-ones one
+                return self._run(ids, None), width
+            mask = torch.from_numpy(real).pin_memory().to(self.device, non_blocking=True)
+            return self._run(ids, self._gpu_mask(ids, mask)), width
+
+    def _run(self, ids: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        output = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False)
+        return cast(tuple[torch.Tensor, ...], output.hidden_states)
+
+    def _gpu_mask(self, ids: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """The attention mask of a padded batch on a GPU, ``real`` (B, T) bool there.
+
+        From a 2D mask, transformers asks the device whether any position is padded before it builds the 4D
+        mask SDPA takes: the host waits for every batch to finish before it can queue the next. The 4D mask
+        built here is used as given. Which one fits the model (each token sees every real token, or those
+        before it) is found once, on the first padded batch, against the model's own mask; a model whose
+        result neither reproduces keeps the 2D mask."""
+        if self.mask_kind is None:
+            self.mask_kind = probe_mask_kind(self, ids, real)
+            logger.debug("GPU attention mask: %s", self.mask_kind)
+        return attention_mask_4d(real, self.mask_kind)
+
+
+#: The 4D masks a GPU forward may build itself: each token attends to every real token, or to the real tokens
+#: up to itself; "2d" leaves the mask to transformers.
+MASK_KINDS = ("bidirectional", "causal", "2d")
+
+
+def attention_mask_4d(real: torch.Tensor, kind: str) -> torch.Tensor:
+    """The (B, 1, T, T) boolean mask of ``kind`` (:data:`MASK_KINDS`) for a batch whose real positions are
+    ``real`` (B, T) bool, as SDPA takes it (True: attend); for "2d", ``real`` as the model's 2D mask."""
+    if kind == "2d":
+        return real.long()
+    batch, width = real.shape
+    mask = real[:, None, None, :].expand(batch, 1, width, width)
+    if kind == "causal":
+        mask = mask & torch.ones(width, width, dtype=torch.bool, device=real.device).tril()
+    return mask
+
+
+def probe_mask_kind(encoder: HuggingFaceEncoder, ids: torch.Tensor, real: torch.Tensor) -> str:
+    """Which 4D mask gives the model's own result (its last hidden state at the real positions) on the
+    shortest and the longest window of a padded batch; "2d" when none does, or the model's attention is not
+    SDPA (eager attention adds a float mask and never waits on the device)."""
+    if encoder.attention != "sdpa":
+        return "2d"
+    lengths = real.sum(dim=1)
+    rows = torch.stack([lengths.argmin(), lengths.argmax()])
+    ids, real = ids[rows], real[rows]
+    expected = encoder._run(ids, real.long())[-1].float()[real]
+    scale = float(expected.abs().max()) or 1.0
+    for kind in MASK_KINDS[:-1]:
+        got = encoder._run(ids, attention_mask_4d(real, kind))[-1].float()[real]
+        if float((got - expected).abs().max()) <= 1e-2 * scale:
+            return kind
+    return "2d"
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:

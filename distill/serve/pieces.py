@@ -46,16 +46,23 @@ class PieceSums:
         sentences: Sequence[tuple[int, str, int]] | None = None,
     ) -> None:
         """Add each text token's hidden states to its id's sums, once per token of the sentence (``fresh``).
-        The sums live on the hidden states' device: a GPU run never waits to copy them to the host."""
+        The sums live on the hidden states' device: a GPU run never waits to copy them to the host. The tokens
+        are picked on the host (``ids`` and the masks are host tensors), so that the device is never asked how
+        many there are: a boolean index on a GPU tensor would wait for it, once per layer."""
         device = hidden[0].device
         if self.counts.device != device:
             self.counts = self.counts.to(device)
             self.sums = {layer: sums.to(device) for layer, sums in self.sums.items()}
-        mask = (fresh if fresh is not None else content).flatten().to(device)
-        token_ids = ids.flatten().to(device)[mask]
+        mask = (fresh if fresh is not None else content).flatten().cpu()
+        where = torch.nonzero(mask).squeeze(1)
+        token_ids = ids.flatten().cpu()[where]
+        pin = device.type == "cuda"
+        if pin:
+            where, token_ids = where.pin_memory(), token_ids.pin_memory()
+        where, token_ids = where.to(device, non_blocking=pin), token_ids.to(device, non_blocking=pin)
         self.counts.index_add_(0, token_ids, torch.ones_like(token_ids))
         for layer in self.layers:
-            self.sums[layer].index_add_(0, token_ids, hidden[layer].flatten(0, 1)[mask].double())
+            self.sums[layer].index_add_(0, token_ids, hidden[layer].flatten(0, 1).index_select(0, where).double())
 
     def state(self) -> dict[str, np.ndarray]:
         return {"counts": self.counts.cpu().numpy(),

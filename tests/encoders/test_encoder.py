@@ -3,6 +3,8 @@ import pytest
 import torch
 
 from distill.encoders import load_encoder
+from distill.encoders.alignment import pad_windows
+from distill.encoders.huggingface import attention_mask_4d, probe_mask_kind
 from distill.encoding.batches import EncodeStats, prepare_chunk
 from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore
@@ -117,3 +119,22 @@ def test_hub_name_offline_fails_fast_with_a_fix(monkeypatch):
     with pytest.raises(ConfigError, match=expected + ".*pass a local folder"):
         load_encoder("bert", "bert-base-cased", (1,))
     assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("family,kind", [("bert", "bidirectional"), ("gpt2", "causal"), ("llama", "causal")])
+def test_gpu_mask_is_found_against_the_models_own(request, family, kind):
+    """The 4D mask a GPU forward builds (no wait on the device) is the one whose result is the model's own with
+    its 2D mask, at every real position of every layer; here on the CPU, where the same code runs."""
+    loaded = load_encoder("tiny", str(request.getfixturevalue(f"tiny_{family}_dir")), (2,), device="cpu")
+    windows = loaded.tokenize(["The king walked to the river bank", "A queen", "Paris is a city in France"], 32)
+    padded, real = pad_windows(windows)
+    ids, real = torch.from_numpy(padded), torch.from_numpy(real)
+    assert loaded.attention == "sdpa"
+    with torch.inference_mode():
+        assert probe_mask_kind(loaded, ids, real) == kind
+        expected = loaded._run(ids, real.long())
+        got = loaded._run(ids, attention_mask_4d(real, kind))
+        other = loaded._run(ids, attention_mask_4d(real, "causal" if kind == "bidirectional" else "bidirectional"))
+    for e, g in zip(expected, got):
+        torch.testing.assert_close(g[real], e[real], atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(other[-1][real], expected[-1][real], atol=1e-3)  # the probe tells them apart
