@@ -33,7 +33,7 @@ from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
 from distill.encoders.alignment import make_windows, pad_windows
-from distill.encoding.workers import sort_prepared, usable_cores
+from distill.encoding.workers import given_or_own_pool, sort_prepared, usable_cores
 from distill.iterate import batched
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
@@ -65,11 +65,11 @@ def host_pass(corpus: str, model: object, config: RunConfig, workers: int) -> tu
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     lowercase = model.uncased  # type: ignore[attr-defined]
-    jobs = sentence_jobs([corpus], lowercase, 5, config.max_occurrences, config.seed)
     tokens, pin = 0, torch.cuda.is_available()
-    batches = iter_batches(model, jobs, stride=config.stride, batch_tokens=config.batch_tokens,  # type: ignore[arg-type]
-                           workers=workers)  # fmt: skip
-    with heap_frozen():  # as the encoding pass runs
+    with given_or_own_pool(None, workers, "cuda") as pool, heap_frozen():  # as the encoding pass runs
+        jobs = sentence_jobs([corpus], lowercase, 5, config.max_occurrences, config.seed, pool.map if pool else None)
+        batches = iter_batches(model, jobs, stride=config.stride, batch_tokens=config.batch_tokens,  # type: ignore[arg-type]
+                               pool=pool)  # fmt: skip
         for batch in batches:
             if not isinstance(batch, ChunkDone):
                 tokens += assemble(batch, pin)

@@ -25,7 +25,7 @@ from sentence_jobs import sentence_jobs
 
 from distill.config import RunConfig
 from distill.encoders import load_encoder
-from distill.encoding.workers import prepared_chunks, usable_cores
+from distill.encoding.workers import given_or_own_pool, prepared_chunks, usable_cores
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
 from distill.paths import resolve_model
@@ -47,9 +47,10 @@ def timed_chunks(model: object, chunks: list[list[SentenceJob]], workers: int, s
         yield from chunks
 
     tokens = 0
-    for prepared, _ in prepared_chunks(model, feed(), stride, workers):
-        marks.append(time.perf_counter())
-        tokens += sum(len(p.window.ids) for p in prepared)
+    with given_or_own_pool(None, workers, "cuda") as pool:  # started here: its start is timed
+        for prepared, _ in prepared_chunks(model, feed(), stride, pool):
+            marks.append(time.perf_counter())
+            tokens += sum(len(p.window.ids) for p in prepared)
     start = marks[0] - t0
     rest = marks[-1] - marks[0]
     print(f"workers {workers:2d}: first chunk back after {start:6.2f} s; {len(chunks)} chunks, {tokens:,} tokens "

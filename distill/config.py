@@ -441,8 +441,9 @@ class RunConfig:
     )
     tokenize_workers: int | None = option(
         None,
-        "Processes that tokenize and align chunks of sentences ahead of the model (0: a thread of this one). "
-        "Default: on a GPU the cores but two (at most 16), on a CPU none (its cores run the model).",
+        "Processes that count the corpus, find the sampled sentences and tokenize them ahead of the model (0: "
+        "this process does it). Default: on a GPU the cores but two (at most 16), on a CPU none (its cores run the "
+        "model).",
         SCALE,
         Effect.NONE,
     )

@@ -13,6 +13,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import regex
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
 from distill.iterate import batched
+from distill.parallel import Mapper
 
 logger = logging.getLogger(__name__)
 
@@ -226,17 +228,35 @@ def fold(word: str, lowercase: bool) -> str:
     return word.lower() if lowercase else word
 
 
-def count_words(lines: Iterator[str], lowercase: bool, stats: CorpusStats | None = None) -> Counter[str]:
-    """Word counts over the corpus (after case folding)."""
+def count_words(
+    lines: Iterator[str], lowercase: bool, stats: CorpusStats | None = None, mapper: Mapper | None = None
+) -> Counter[str]:
+    """Word counts over the corpus (after case folding); with a ``mapper`` (a :class:`~distill.parallel.WorkerPool`'s),
+    blocks of lines are counted in its workers and their counts added here."""
     counts: Counter[str] = Counter()
     n = 0
-    for block in batched(lines, BLOCK_LINES):  # "\n" is no word character: no word spans two lines
-        words = WORD_RE.findall("\n".join(block))
-        n += len(words)
-        counts.update(map(str.lower, words) if lowercase else words)
+    if mapper is None:
+        for block in batched(lines, BLOCK_LINES):  # "\n" is no word character: no word spans two lines
+            words = WORD_RE.findall("\n".join(block))
+            n += len(words)
+            counts.update(map(str.lower, words) if lowercase else words)
+    else:
+        for counted, found in mapper(partial(count_block, lowercase), batched(lines, POOL_BLOCK_LINES)):
+            n += found
+            counts.update(counted)
     if stats is not None:
         stats.words = n
     return counts
+
+
+#: Lines a worker counts at once: large enough that adding its counts here costs little.
+POOL_BLOCK_LINES = 8 * BLOCK_LINES
+
+
+def count_block(lowercase: bool, lines: list[str]) -> tuple[Counter[str], int]:
+    """The word counts of a block of lines, and its number of words."""
+    words = WORD_RE.findall("\n".join(lines))
+    return Counter(map(str.lower, words) if lowercase else words), len(words)
 
 
 def read_word_list(path: str | Path, lowercase: bool) -> list[str]:

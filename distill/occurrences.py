@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -23,6 +24,7 @@ import regex
 
 from distill.corpus import BLOCK_LINES, WORD_RE, Vocabulary
 from distill.iterate import batched
+from distill.parallel import Mapper, Shared, in_process, with_items
 
 
 @dataclass(frozen=True)
@@ -129,23 +131,30 @@ def _ordinals(ids: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return ordinal
 
 
+def split_block(index: Shared[dict[str, int]], lowercase: bool, texts: list[str]) -> _Block:
+    """:func:`_block_words` with the vocabulary's index, as a worker process runs it."""
+    return _block_words(texts, index.value.get, lowercase)
+
+
 def _walk(
     lines: Iterable[str],
     vocab: Vocabulary,
     stats: SamplingStats | None,
     select: Callable[[_Block], tuple[np.ndarray, int | None]],
+    mapper: Mapper = in_process,
 ) -> Iterator[SentenceJob]:
     """The sentences in which ``select`` gives a store row (-1: not this occurrence) to at least one
     vocabulary word. ``select`` sees a block of lines at a time, in order, and returns the rows and the
     last line to read (None: read on).
 
     Lines are taken a block at a time (:data:`BLOCK_LINES`): the work per word of the corpus is numpy's,
-    not Python's, which made this walk the slowest step on the host."""
+    not Python's. Finding the words of each block is most of the walk's work and needs no other block:
+    ``mapper`` (a :class:`~distill.parallel.WorkerPool`'s) does it in worker processes, a few blocks ahead,
+    while ``select`` takes them here, in order."""
     stats = stats if stats is not None else SamplingStats()
-    get, lower = vocab.index().get, vocab.lowercase
+    split = partial(split_block, Shared(vocab.index()), vocab.lowercase)
     read = 0
-    for texts in batched(lines, BLOCK_LINES):
-        block = _block_words(texts, get, lower)
+    for texts, block in with_items(mapper, split, batched(lines, BLOCK_LINES)):
         rows, stop = select(block)
         stats.sentences_read += len(texts) if stop is None else stop + 1
         keep = np.flatnonzero(rows >= 0)
@@ -162,7 +171,11 @@ def _walk(
 
 
 def iter_jobs(
-    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+    lines: Iterable[str],
+    vocab: Vocabulary,
+    plan: SamplePlan,
+    stats: SamplingStats | None = None,
+    mapper: Mapper = in_process,
 ) -> Iterator[SentenceJob]:
     """Walk the corpus again and yield the sentences holding at least one sampled occurrence.
 
@@ -194,7 +207,7 @@ def iter_jobs(
         taken[:] += np.bincount(ids[rows >= 0], minlength=len(vocab))
         return rows, None
 
-    yield from _walk(lines, vocab, stats, select)
+    yield from _walk(lines, vocab, stats, select, mapper)
     expected = plan.sizes()
     if not np.array_equal(taken, expected):
         w = int(np.flatnonzero(taken != expected)[0])
@@ -221,7 +234,11 @@ def shuffle_stream(lines: Iterable[str], buffer: int, seed: int) -> Iterator[str
 
 
 def iter_jobs_greedy(
-    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, stats: SamplingStats | None = None
+    lines: Iterable[str],
+    vocab: Vocabulary,
+    plan: SamplePlan,
+    stats: SamplingStats | None = None,
+    mapper: Mapper = in_process,
 ) -> Iterator[SentenceJob]:
     """Yield the sentences that hold a word still short of its ``plan`` rows, taking all such occurrences.
 
@@ -244,7 +261,7 @@ def iter_jobs_greedy(
         rows = np.where(ordinal < size, offsets[ids] + ordinal, -1)
         return rows, None if remaining else int(block.line[filled].max(initial=0))
 
-    yield from _walk(lines, vocab, stats, select)
+    yield from _walk(lines, vocab, stats, select, mapper)
     if remaining:
         need = sizes - np.minimum(seen, sizes)
         w = int(np.flatnonzero(need)[0])

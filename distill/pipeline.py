@@ -9,6 +9,7 @@ Only this module and :mod:`distill.cli` know the whole chain.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -17,13 +18,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from distill.analysis.measures import IntraSentence
-from distill.config import Pooling, RunConfig
+from distill.config import Engine, Pooling, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
 from distill.encoding.alone import read_texts
 from distill.encoding.driver import encode_pass
+from distill.encoding.workers import given_or_own_pool
 from distill.lexicon import word_bags
 from distill.names import set_name
 from distill.occurrences import plan_sample
+from distill.parallel import Mapper
 from distill.plan import Plan, load_model, package_versions, plan_run
 from distill.progress import track
 from distill.record import Timings, write_record
@@ -54,8 +57,11 @@ class RunResult:
         return self.vectors[set_name(layer, Pooling(pooling))]
 
 
-def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -> tuple[Vocabulary, CorpusStats]:
-    """The vocabulary, counted from the corpus (or read back from a checkpoint)."""
+def count_vocabulary(
+    plan: Plan, lowercase: bool, work: WorkDir, reused: bool, mapper: Mapper | None = None
+) -> tuple[Vocabulary, CorpusStats]:
+    """The vocabulary, counted from the corpus (or read back from a checkpoint); blocks of lines counted by
+    ``mapper`` (a worker pool's) when given."""
     counted = work.load_vocabulary() if reused else None
     if counted is not None:
         logger.info("resuming: vocabulary of %d words from %s", len(counted[0]), work.path)
@@ -64,12 +70,17 @@ def count_vocabulary(plan: Plan, lowercase: bool, work: WorkDir, reused: bool) -
     word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
     lines = iter_lines(plan.corpus, config.encoding_errors, stats, config.split_sentences, listed_files)
     vocab = build_vocabulary(
-        count_words(track(lines, "counting", "lines", disable=not config.progress), lowercase, stats),
+        count_words(track(lines, "counting", "lines", disable=not config.progress), lowercase, stats, mapper),
         lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab, alpha_only=config.alpha_only,
         word_list=word_list,
     )  # fmt: skip
     work.save_vocabulary(vocab, stats)
     return vocab, stats
+
+
+def host_workers(config: RunConfig) -> int | None:
+    """The run's worker processes (None: the device's default); none with Ray, whose actors tokenize."""
+    return 0 if config.engine is Engine.RAY else config.tokenize_workers
 
 
 def run_pipeline(config: RunConfig) -> RunResult:
@@ -84,14 +95,17 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
     timings = Timings()
     plan = plan_run(config)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
-    with open_run(plan.out, config, plan.corpus, package_versions().get("distill", "dev")) as opened:
+    version = package_versions().get("distill", "dev")
+    with open_run(plan.out, config, plan.corpus, version) as opened, contextlib.ExitStack() as workers:
         plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus)
         config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
             encoder = load_model(plan)
+        # a GPU run's host work (counting, finding the sampled sentences, tokenizing) in worker processes
+        pool = workers.enter_context(given_or_own_pool(None, host_workers(config), encoder.device.type))
         lowercase = encoder.uncased if config.lowercase is None else config.lowercase
         with timings("vocabulary"):
-            vocab, stats = count_vocabulary(plan, lowercase, work, opened.reused)
+            vocab, stats = count_vocabulary(plan, lowercase, work, opened.reused, pool.map if pool else None)
             sample = plan_sample(
                 vocab.counts, config.max_occurrences, config.seed, draw=config.sampling.value == "uniform"
             )
@@ -102,7 +116,8 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None
         encoded = encode_pass(encoder, lines, vocab, sample, plan.layers, config, work,
                               resume=opened.reused, corpus_lines=stats.lines,
-                              observers=[o for o in (intra, pieces, teacher) if o is not None])  # fmt: skip
+                              observers=[o for o in (intra, pieces, teacher) if o is not None], pool=pool)  # fmt: skip
+        workers.close()
         encoded.store.close()
         opened.encoded = True
         if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads them again

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from distill import corpus, occurrences
-from distill.corpus import WORD_RE, build_vocabulary, count_words, iter_lines
+from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, iter_lines
 from distill.occurrences import SamplingStats, iter_jobs, iter_jobs_greedy, plan_sample
+from distill.parallel import WorkerPool
 
 from .conftest import TINY_CORPUS
 
@@ -102,6 +103,28 @@ def test_the_walk_a_block_at_a_time_equals_the_walk_word_by_word(monkeypatch, bl
     assert jobs == expected
     assert (stats.sentences_read, stats.sentences_kept) == (read, len(expected))
     assert (read < len(lines)) == (greedy and cap < 1000)  # greedy stops once every word is full
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_a_pool_of_workers_counts_and_walks_as_this_process_does(monkeypatch, greedy):
+    """A GPU run counts the corpus and finds the sampled sentences' words in worker processes, blocks of lines
+    out of order across workers; what comes back is what one process finds, in the same order."""
+    monkeypatch.setattr(occurrences, "BLOCK_LINES", 5)
+    monkeypatch.setattr(corpus, "POOL_BLOCK_LINES", 3)
+    lines = list(iter_lines([str(TINY_CORPUS)]))
+    walk = iter_jobs_greedy if greedy else iter_jobs
+    runs = []
+    with WorkerPool(2) as pool:
+        for mapper in (pool.map, None):
+            stats, sampling = CorpusStats(), SamplingStats()
+            counts = count_words(iter(lines), True, stats, mapper)
+            vocab = build_vocabulary(counts, lowercase=True, min_count=2)
+            plan = plan_sample(vocab.counts, cap=2, seed=0, draw=not greedy)
+            jobs = walk(iter(lines), vocab, plan, sampling, mapper or occurrences.in_process)
+            found = [(j.sentence_id, j.text, j.starts.tolist(), j.ends.tolist(), j.rows.tolist()) for j in jobs]
+            runs.append((counts, stats.words, vocab.words, found, sampling))
+    assert runs[0] == runs[1]
+    assert len(runs[0][3]) > 5 and runs[0][1] > 100
 
 
 def test_a_corpus_changed_between_passes_is_caught():

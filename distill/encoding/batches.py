@@ -21,6 +21,7 @@ from distill.encoding.prepare import EncodeStats, PreparedWindow, prepare_chunk
 from distill.encoding.workers import prepared_chunks
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
+from distill.parallel import WorkerPool
 
 __all__ = ["EncodeStats", "PreparedWindow", "prepare_chunk"]  # re-exported: where callers look for them
 
@@ -168,17 +169,17 @@ def iter_batches(
     chunk_size: int = 4096,
     skip_chunks: int = 0,
     batch_tokens: int | None = None,
-    workers: int = 0,
+    pool: WorkerPool | None = None,
 ) -> Iterator[list[PreparedWindow] | ChunkDone]:
     """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk, cut
     into batches of ``batch_size`` windows or, with ``batch_tokens``, of at most that many padded tokens.
 
     Each chunk's batches are followed by a :class:`ChunkDone`. The first ``skip_chunks`` chunks (done
-    before a checkpoint) are walked but not tokenized. ``workers`` > 0 tokenizes and aligns chunks in
-    that many processes (:mod:`distill.encoding.workers`).
+    before a checkpoint) are walked but not tokenized. With a ``pool``, chunks are tokenized and aligned in its
+    worker processes (:mod:`distill.encoding.workers`).
     """
     chunks = (chunk if index >= skip_chunks else None for index, chunk in enumerate(batched(jobs, chunk_size)))
-    for index, (prepared, counts) in enumerate(prepared_chunks(model, chunks, stride, workers)):
+    for index, (prepared, counts) in enumerate(prepared_chunks(model, chunks, stride, pool)):
         yield from token_batches(prepared, batch_tokens) if batch_tokens else batched(prepared, batch_size)
         yield ChunkDone(index, counts)
 

@@ -27,6 +27,7 @@ from distill.encoding.local import encode_occurrences
 from distill.encoding.store import OccurrenceStore, store_dtype, store_in_memory
 from distill.names import store_file
 from distill.occurrences import SamplePlan, SamplingStats, SentenceJob, iter_jobs, iter_jobs_greedy, shuffle_stream
+from distill.parallel import Mapper, WorkerPool, in_process
 from distill.workdir import WorkDir
 
 logger = logging.getLogger(__name__)
@@ -44,12 +45,19 @@ class EncodePass:
 
 
 def sentence_jobs(
-    lines: Iterable[str], vocab: Vocabulary, plan: SamplePlan, config: RunConfig, stats: SamplingStats
+    lines: Iterable[str],
+    vocab: Vocabulary,
+    plan: SamplePlan,
+    config: RunConfig,
+    stats: SamplingStats,
+    mapper: Mapper = in_process,
 ) -> Iterator[SentenceJob]:
-    """The sentences to encode, as ``config.sampling`` picks them."""
+    """The sentences to encode, as ``config.sampling`` picks them; ``mapper`` finds the words of each block of
+    lines (a worker pool's, or here)."""
     if config.sampling is Sampling.GREEDY:
-        return iter_jobs_greedy(shuffle_stream(lines, config.shuffle_buffer, config.seed), vocab, plan, stats)
-    return iter_jobs(lines, vocab, plan, stats)
+        shuffled = shuffle_stream(lines, config.shuffle_buffer, config.seed)
+        return iter_jobs_greedy(shuffled, vocab, plan, stats, mapper)
+    return iter_jobs(lines, vocab, plan, stats, mapper)
 
 
 def _observer_state(observers: Sequence[Any]) -> dict[str, np.ndarray]:
@@ -112,6 +120,7 @@ def _run_engine(
     progress: tuple[int, EncodeStats, int],
     on_chunk: _Checkpoints,
     observers: Sequence[Any],
+    pool: WorkerPool | None,
 ) -> EncodeStats:
     """Fill ``store`` on the chosen engine; ``progress``: (rows planned, stats so far, chunks done)."""
     total, stats, skip = progress
@@ -128,6 +137,7 @@ def _run_engine(
         batch_size=config.batch_size,
         batch_tokens=config.batch_tokens,
         workers=config.tokenize_workers,
+        pool=pool,
         stride=config.stride,
         chunk_size=config.chunk_size,
         total=total,
@@ -151,8 +161,10 @@ def encode_pass(
     resume: bool,
     corpus_lines: int,
     observers: Sequence[Any] = (),
+    pool: WorkerPool | None = None,
 ) -> EncodePass:
-    """Fill the store for ``plan`` from ``lines``, going on from ``work``'s checkpoint when ``resume``."""
+    """Fill the store for ``plan`` from ``lines``, going on from ``work``'s checkpoint when ``resume``; the
+    ``pool``'s workers, when given, find the sampled sentences' words and tokenize them."""
     checkpoint = work.load_checkpoint() if resume else None
     store = _open_store(encoder, plan, layers, config, work, reopen=checkpoint is not None)
     stats, skip, sampling = EncodeStats(), 0, None
@@ -167,10 +179,10 @@ def encode_pass(
     if sampling is None:
         save = _Checkpoints(work, store, observers, config.checkpoint_every, saved=checkpoint is not None)
         sampling_stats = SamplingStats()
-        jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats)
+        jobs = sentence_jobs(lines, vocab, plan, config, sampling_stats, pool.map if pool else in_process)
         with heap_frozen():
             stats = _run_engine(encoder, jobs, layers, store, config, work, (plan.n_rows, stats, skip), save,
-                                observers)  # fmt: skip
+                                observers, pool)  # fmt: skip
         sampling = sampling_stats.to_json(config.sampling.value, corpus_lines)
         save(-(-sampling_stats.sentences_kept // config.chunk_size), stats, done=True, sampling=sampling)
         logger.info("sampling %s: %d of %d lines encoded (%.1f%% skipped)", config.sampling.value,

@@ -26,8 +26,9 @@ from distill.encoding.batches import (
     iter_batches,
 )
 from distill.encoding.store import OccurrenceStore
-from distill.encoding.workers import default_workers
+from distill.encoding.workers import given_or_own_pool
 from distill.occurrences import SentenceJob
+from distill.parallel import WorkerPool
 from distill.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ def encode_occurrences(
     batch_size: int = 64,
     batch_tokens: int | None = None,
     workers: int | None = None,
+    pool: WorkerPool | None = None,
     stride: int = 32,
     chunk_size: int = 4096,
     total: int | None = None,
@@ -133,20 +135,43 @@ def encode_occurrences(
     tokens a window shares with the previous window of the same sentence. To go on from a
     checkpoint, pass its ``stats`` and the number of chunks it had done (``skip_chunks``).
     ``batch_tokens`` and ``workers`` are the options: None takes the device's default (:func:`token_budget`,
-    :func:`default_workers`), ``batch_tokens`` 0 batches by ``batch_size``;
+    :func:`default_workers`), ``batch_tokens`` 0 batches by ``batch_size``; a ``pool`` already started (the
+    run's) tokenizes instead of ``workers`` processes started here;
     ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store. Nothing here waits for a
     GPU per batch: vectors go to the store on the device, forward time is read from CUDA events.
     """
     stats = stats if stats is not None else EncodeStats()
     timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
-    workers = default_workers(model.device.type) if workers is None else workers
     batch_tokens = token_budget(batch_tokens, model.device)
     start = time.perf_counter() - stats.seconds
-    tokens_before = stats.tokens
     bar = progress_bar(total, "encoding", "occ", not progress, initial=stats.occurrences)
-    batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
-                           skip_chunks=skip_chunks, batch_tokens=batch_tokens, workers=workers)  # fmt: skip
-    resumed = time.perf_counter()
+    with given_or_own_pool(pool, workers, model.device.type) as pool:
+        batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
+                               skip_chunks=skip_chunks, batch_tokens=batch_tokens, pool=pool)  # fmt: skip
+        stats = _run_batches(model, layers, store, batches, stats, observers, timer, skip_chunks, on_chunk, bar)
+    bar.close()
+    stats.forward_seconds = forward_before + timer.seconds()
+    stats.seconds = time.perf_counter() - start
+    if stats.not_aligned:
+        logger.warning("%d occurrences could not be aligned to any model piece and were dropped", stats.not_aligned)
+    return stats
+
+
+def _run_batches(
+    model: Encoder,
+    layers: tuple[int, ...],
+    store: OccurrenceStore,
+    batches: Iterable[list[PreparedWindow] | ChunkDone],
+    stats: EncodeStats,
+    observers: Sequence[Observer],
+    timer: ForwardTimer,
+    skip_chunks: int,
+    on_chunk: Callable[[int, EncodeStats], None] | None,
+    bar: Any,
+) -> EncodeStats:
+    """Each batch through the model into the store; each chunk's counts added once it is in."""
+    start, forward_before = time.perf_counter() - stats.seconds, stats.forward_seconds - timer.seconds(wait=False)
+    tokens_before, resumed = stats.tokens, time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
         for batch in chain.from_iterable(prefetch(per_chunk(batches), depth=2)):  # up to two chunks ahead
             if interrupted.is_set():
@@ -163,9 +188,4 @@ def encode_occurrences(
             bar.update(len(rows))
             rate = (stats.tokens - tokens_before) / (time.perf_counter() - resumed)
             bar.set_postfix(tok_s=f"{rate:,.0f}", refresh=False)
-    bar.close()
-    stats.forward_seconds = forward_before + timer.seconds()
-    stats.seconds = time.perf_counter() - start
-    if stats.not_aligned:
-        logger.warning("%d occurrences could not be aligned to any model piece and were dropped", stats.not_aligned)
     return stats

@@ -11,11 +11,10 @@ arrays per sentence and per window cost the main process more than preparing the
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
-from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -24,8 +23,7 @@ import numpy as np
 from distill.encoders.alignment import Window
 from distill.encoding.prepare import EncodeStats, PreparedWindow, Tokenizing, bounds, prepare_chunk
 from distill.occurrences import SentenceJob
-
-_WORKER: dict[str, Any] = {}  # a worker process's tokenizer and stride
+from distill.parallel import Shared, WorkerPool, with_items
 
 
 def default_workers(device_type: str) -> int:
@@ -34,6 +32,21 @@ def default_workers(device_type: str) -> int:
     if device_type != "cuda":
         return 0
     return max(1, min(16, usable_cores() - 2))
+
+
+@contextlib.contextmanager
+def given_or_own_pool(pool: WorkerPool | None, workers: int | None, device_type: str) -> Iterator[WorkerPool | None]:
+    """``pool`` when given; else a pool of ``workers`` processes (None: the device's default,
+    :func:`default_workers`) closed on leaving, or None for no worker."""
+    if pool is not None:
+        yield pool
+        return
+    workers = default_workers(device_type) if workers is None else workers
+    if not workers:
+        yield None
+        return
+    with WorkerPool(workers) as own:
+        yield own
 
 
 def usable_cores() -> int:
@@ -106,45 +119,33 @@ def unpack_prepared(packed: dict[str, Any], jobs: list[SentenceJob]) -> list[Pre
     return prepared
 
 
-def _start(tokenizer: Tokenizing, stride: int) -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one thread per worker: the pool is the parallelism
-    _WORKER.update(tokenizer=tokenizer, stride=stride)
-
-
-def _prepare(packed: dict[str, Any]) -> tuple[dict[str, Any], EncodeStats]:
-    prepared, counts = sort_prepared(_WORKER["tokenizer"], unpack_jobs(packed), _WORKER["stride"])
+def _prepare(
+    tokenizer: Shared[Tokenizing], stride: int, packed: dict[str, Any] | None
+) -> tuple[dict[str, Any], EncodeStats] | None:
+    if packed is None:  # a chunk done before a checkpoint
+        return None
+    prepared, counts = sort_prepared(tokenizer.value, unpack_jobs(packed), stride)
     return pack_prepared(prepared), counts
 
 
+def _packed(jobs: list[SentenceJob] | None) -> dict[str, Any] | None:
+    return None if jobs is None else pack_jobs(jobs)
+
+
 def prepared_chunks(
-    model: Any, chunks: Iterable[list[SentenceJob] | None], stride: int, workers: int = 0
+    model: Any, chunks: Iterable[list[SentenceJob] | None], stride: int, pool: WorkerPool | None = None
 ) -> Iterator[tuple[list[PreparedWindow], EncodeStats]]:
     """Each chunk prepared (:func:`sort_prepared`), in order; a ``None`` chunk (done before a checkpoint) gives
-    no windows. ``workers`` > 0 prepares them in that many processes, when the model's tokenizer can be
+    no windows. With a ``pool``, chunks are prepared in its worker processes, when the model's tokenizer can be
     sent to one (``window_tokenizer``)."""
-    if workers < 1 or not hasattr(model, "window_tokenizer"):
+    if pool is None or not hasattr(model, "window_tokenizer"):
         for jobs in chunks:
             yield sort_prepared(model, jobs, stride) if jobs is not None else ([], EncodeStats())
         return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    pending: deque[tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None] = deque()
-    with ProcessPoolExecutor(
-        workers, context, initializer=_start, initargs=(model.window_tokenizer(stride), stride)
-    ) as pool:
-        for jobs in chunks:
-            pending.append((pool.submit(_prepare, pack_jobs(jobs)), jobs) if jobs is not None else None)
-            while len(pending) > 2 * workers:
-                yield _result(pending.popleft())
-        while pending:
-            yield _result(pending.popleft())
-
-
-def _result(
-    sent: tuple[Future[tuple[dict[str, Any], EncodeStats]], list[SentenceJob]] | None,
-) -> tuple[list[PreparedWindow], EncodeStats]:
-    if sent is None:
-        return [], EncodeStats()
-    future, jobs = sent
-    packed, counts = future.result()
-    return unpack_prepared(packed, jobs), counts
+    prepare = partial(_prepare, Shared(model.window_tokenizer(stride)), stride)
+    for jobs, result in with_items(pool.map, prepare, chunks, send=_packed):
+        if jobs is None or result is None:
+            yield [], EncodeStats()
+        else:
+            packed, counts = result
+            yield unpack_prepared(packed, jobs), counts

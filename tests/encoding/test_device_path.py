@@ -15,6 +15,7 @@ from distill.encoders import load_encoder
 from distill.encoding.batches import ChunkDone, ForwardTimer, iter_batches
 from distill.encoding.device_store import DeviceStore, placement
 from distill.encoding.store import OccurrenceStore
+from distill.encoding.workers import given_or_own_pool
 from distill.occurrences import iter_jobs, plan_sample
 from distill.reduction import reduce_words
 
@@ -114,6 +115,18 @@ def test_a_run_with_the_device_store_and_token_batches_matches_the_default(tiny_
         np.testing.assert_allclose(b.vectors, a.vectors, atol=2e-5)  # other padding, same vectors
 
 
+@pytest.mark.parametrize("sampling", ["uniform", "greedy"])
+def test_a_run_whose_host_work_is_in_worker_processes_gives_the_same_files(tiny_bert_dir, tmp_path, sampling):
+    """Counting, the walk and tokenizing in a pool (a GPU run's default) change no byte of what a run writes."""
+    common = {"model": str(tiny_bert_dir), "corpus": (str(TINY_CORPUS),), "layers": "1,2", "min_count": 2,
+              "pooling": "mean", "sampling": sampling, "max_occurrences": 3, "chunk_size": 5,
+              "progress": False}  # fmt: skip
+    distill.run(out=tmp_path / "a", tokenize_workers=0, **common)
+    distill.run(out=tmp_path / "b", tokenize_workers=2, **common)
+    for name in ("layer1.mean.bin", "layer2.mean.txt", "layer1.pieces.npz", "vocab.tsv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
 def test_faiss_builds_on_a_gpu_when_its_build_has_one_and_on_the_cpu_otherwise(rng, monkeypatch):
     faiss = pytest.importorskip("faiss")
     from distill.vectors import faiss_index
@@ -146,7 +159,9 @@ def test_a_pool_of_tokenizing_workers_gives_the_same_batches_in_order(tiny_bert_
 
     def run(workers):
         out = []
-        for item in iter_batches(model, jobs, chunk_size=7, skip_chunks=2, workers=workers):
+        with given_or_own_pool(None, workers, "cpu") as pool:
+            items = list(iter_batches(model, jobs, chunk_size=7, skip_chunks=2, pool=pool))
+        for item in items:
             if isinstance(item, ChunkDone):
                 out.append(("done", item.index, item.counts.sentences, item.counts.windows))
             else:
@@ -162,8 +177,10 @@ def test_a_pool_of_tokenizing_workers_gives_the_same_batches_in_order(tiny_bert_
     assert run(2) == alone
 
 
-def test_a_tokenizing_worker_starts_without_torch():
-    """Each worker imports what it runs: torch among it would cost every worker seconds to start (RESULTS.md)."""
-    code = "import sys, distill.encoding.workers; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+def test_a_worker_starts_without_torch():
+    """Each worker imports what its tasks run (counting, the walk, tokenizing): torch among it would cost every
+    worker seconds to start (RESULTS.md)."""
+    modules = "distill.parallel, distill.corpus, distill.occurrences, distill.encoding.workers"
+    code = f"import sys, {modules}; print(sorted({{'torch', 'transformers'}} & set(sys.modules)))"
     imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert imported.strip() == "[]"
