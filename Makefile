@@ -130,15 +130,17 @@ lint: install
 bench: install
 	$(PY) benchmarks/throughput.py
 
-# What a GPU session carries (benchmarks/gpu_session.sh): .whl = wheels the GPU image lacks (Python 3.12);
-# .gpu = MiniLM's tokenizer, the STS sentences and the Gutenberg sample's first 2M words (xz);
-# .gpu2 = the whole Gutenberg sample (xz) and MiniLM in float16.
-# Each call's carry stays under the device's 64 MiB.
+# What a GPU session carries (benchmarks/gpu_session.sh): .whl = wheels the GPU image lacks (Python 3.12; gensim
+# without its test data); .gpu = MiniLM's tokenizer and config, the STS sentences and the Gutenberg sample's first 2M
+# words (xz); .gpu2 = the whole Gutenberg sample (xz) and MiniLM in float16.
+# Each call's carry stays under the device's 64 MiB: part all carries .whl, .gpu and .gpu2's sample, 48 MB.
 gpu-carry: install
 	rm -rf .whl .gpu .gpu2 && mkdir -p .whl .gpu/tokenizer .gpu2
 	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 		--platform manylinux_2_28_x86_64 -d .whl gensim==4.4.0 smart_open==9.0.2 faiss-cpu==1.15.1
+	$(PY) benchmarks/slim_wheel.py .whl/gensim-*.whl gensim/test/ .c .cpp .pyx .pxd
 	cp $(foreach f,tokenizer.json tokenizer_config.json special_tokens_map.json vocab.txt,$(MODELS)/all-MiniLM-L6-v2/$(f)) .gpu/tokenizer/
+	cp $(MODELS)/all-MiniLM-L6-v2/config.json .gpu/minilm-config.json
 	cp $(DATA)/corpus/sts/sts_2012_2016_sentences.txt .gpu/
 	awk '{ print; n += NF } n >= 2000000 { exit }' $(DATA)/corpus/gutenberg/gutenberg_en_sample.txt | xz -6 -c > .gpu/gutenberg-2m.txt.xz
 	xz -T2 -6 -c $(DATA)/corpus/gutenberg/gutenberg_en_sample.txt > .gpu2/gutenberg_en_sample.txt.xz

@@ -23,12 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import distill
 
 
-def build_model(tokenizer_dir: str, out: Path) -> Path:
+def build_model(tokenizer_dir: str, out: Path, config_file: str | None = None) -> Path:
+    """A seeded random BERT with the tokenizer in ``tokenizer_dir``: BERT-base's shape, or the shape the
+    ``config.json`` at ``config_file`` gives (MiniLM's: its speed without its weights)."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer))  # bert-base: 12 layers, 768 hidden, 12 heads
+    # bert-base: 12 layers, 768 hidden, 12 heads, unless the file says otherwise
+    config = BertConfig.from_json_file(config_file) if config_file else BertConfig(vocab_size=len(tokenizer))
     BertModel(config).eval().save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out

@@ -6,6 +6,13 @@
 #   bash benchmarks/gpu_session.sh 1        # device call 1, carry .whl and .gpu (about 50 MB)
 #   bash benchmarks/gpu_session.sh 2        # device call 2 within 30 s of the first, carry .gpu2 (about 65 MB)
 #   bash benchmarks/gpu_session.sh host     # one device call, carry .whl and .gpu: where the host's time goes
+#   bash benchmarks/gpu_session.sh all      # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz
+#
+# Part all is a whole session in one call (a lease of 15 minutes allows one): where the run waits for the device
+# (benchmarks/sync_check.py), GPU against CPU vectors, STS throughput of the random BERT-base and of a random
+# MiniLM-shaped model (.gpu/minilm-config.json), then the 12M-word Gutenberg run with the code in .gpu/old (the
+# commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x -C .gpu/old`) and with this checkout,
+# then the first 2M words under py-spy when .whl holds it (where the host's time goes, $OUT/gutenberg-2m-spy.txt).
 #
 # Part 1: a random BERT-base (12 layers x 768, MiniLM's tokenizer) built from a seeded config, CPU vs GPU
 # vectors, throughput of all layers (three token budgets) and of layer 1 against the tuned bare forward, where
@@ -23,6 +30,7 @@ lines=${LINES:-0}
 site=${SITE:-/tmp/site}
 work=${WORK:-/tmp/distill-gpu}
 mkdir -p "$out" "$work"
+out=$(cd "$out" && pwd)  # absolute: part all runs the Gutenberg runs from $work
 export PYTHONUNBUFFERED=1 PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 step() {  # step NAME COMMAND...: run it under a time limit, its output to the screen and $out/NAME.log
@@ -82,7 +90,43 @@ open('$work/gutenberg.txt', 'wb'))" || exit 2
         --sampling greedy --max-occurrences 25 --min-count 3 --layers all --pooling mean --device "$device" \
         --no-progress --out "$work/gutenberg-run" -v  # the run's own chunks: 65,536 left workers idle (RESULTS.md)
     cp "$work/gutenberg-run/manifest.json" "$out/gutenberg-manifest.json" 2>/dev/null
+elif [ "$part" = all ]; then
+    setup
+    step build-minilm python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
+from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/minilm-random'), '.gpu/minilm-config.json')"
+    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu2/gutenberg_en_sample.txt.xz'), \
+open('$work/gutenberg.txt', 'wb'))" || exit 2
+    [ "$lines" -gt 0 ] && head -n "$lines" "$work/gutenberg.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/gutenberg.txt"
+    (free -g; df -h "$work"; cat /proc/sys/vm/dirty_ratio /proc/sys/vm/dirty_background_ratio; nproc) >> "$out/device.log" 2>&1
+    gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [PREFIX...]: the run of every layer on CORPUS, its manifest kept
+        local name=$1 path=$2 corpus=$3
+        shift 3
+        rm -rf "$work/run" && sync
+        pushd "$work" > /dev/null || exit 2  # not the checkout: python -m puts the working folder first on the path
+        PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
+        PYTHONPATH="$site:$path" step "$name" "$@" python3 -m distill run --model "$work/bert-base-random" \
+            --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 --layers all \
+            --pooling mean --device "$device" --no-progress --out "$work/run" -v
+        popd > /dev/null || exit 2
+        cp "$work/run/manifest.json" "$out/$name-manifest.json" 2>/dev/null
+    }
+    [ -d .gpu/old/distill ] && gutenberg gutenberg-old "$PWD/.gpu/old" "$work/gutenberg.txt"
+    gutenberg gutenberg-new "$PWD" "$work/gutenberg.txt"
+    step bert-all python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all --device "$device" \
+        --corpus "$work/sts.txt" --chunk-size 4096
+    [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
+        --lines 2000 --model-dir "$work/bert-check"
+    step minilm-all python3 benchmarks/throughput.py --model "$work/minilm-random" --layers all --device "$device" \
+        --corpus "$work/sts.txt" --chunk-size 4096
+    [ "$device" = cuda ] && step sync python3 benchmarks/sync_check.py --model "$work/bert-base-random" \
+        --corpus "$work/sts.txt" --lines 2000
+    if [ -x "$site/bin/py-spy" ]; then  # where the host's time goes: the main process's threads, sampled, not paused
+        xz -dc .gpu/gutenberg-2m.txt.xz > "$work/g2m.txt"
+        [ "$lines" -gt 0 ] && head -n "$lines" "$work/g2m.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/g2m.txt"
+        gutenberg gutenberg-2m-spy "$PWD" "$work/g2m.txt" \
+            "$site/bin/py-spy" record --nonblocking -t -r 50 -f raw -o "$out/gutenberg-2m-spy.txt" --
+    fi
 else
-    echo "part must be 1, 2 or host" >&2
+    echo "part must be 1, 2, host or all" >&2
     exit 2
 fi
