@@ -8,11 +8,12 @@
 #   bash benchmarks/gpu_session.sh host     # one device call, carry .whl and .gpu: where the host's time goes
 #   bash benchmarks/gpu_session.sh all      # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz
 #
-# Part all is a whole session in one call (a lease of 15 minutes allows one): where the run waits for the device
-# (benchmarks/sync_check.py), GPU against CPU vectors, STS throughput of the random BERT-base and of a random
-# MiniLM-shaped model (.gpu/minilm-config.json), then the 12M-word Gutenberg run with the code in .gpu/old (the
-# commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x -C .gpu/old`) and with this checkout,
-# then the first 2M words under py-spy when .whl holds it (where the host's time goes, $OUT/gutenberg-2m-spy.txt).
+# Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
+# layer with the code in .gpu/old (the commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x
+# -C .gpu/old`), with this checkout, and with this checkout and --formats bin (each run's stage times appended to
+# $OUT/manifests.log: a call returns at most 8 files); STS throughput of the random BERT-base, GPU against CPU
+# vectors, STS throughput of a random MiniLM-shaped model (.gpu/minilm-config.json), where the run waits for the
+# device (benchmarks/sync_check.py), then the first 2M words under py-spy when .whl holds it ($OUT/gutenberg-2m-spy.txt).
 #
 # Part 1: a random BERT-base (12 layers x 768, MiniLM's tokenizer) built from a seeded config, CPU vs GPU
 # vectors, throughput of all layers (three token budgets) and of layer 1 against the tuned bare forward, where
@@ -98,20 +99,23 @@ from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/min
 open('$work/gutenberg.txt', 'wb'))" || exit 2
     [ "$lines" -gt 0 ] && head -n "$lines" "$work/gutenberg.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/gutenberg.txt"
     (free -g; df -h "$work"; cat /proc/sys/vm/dirty_ratio /proc/sys/vm/dirty_background_ratio; nproc) >> "$out/device.log" 2>&1
-    gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [PREFIX...]: the run of every layer on CORPUS, its manifest kept
-        local name=$1 path=$2 corpus=$3
+    gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [OPTION...]: the run of every layer on CORPUS, its manifest kept;
+        local name=$1 path=$2 corpus=$3  # $prefix (py-spy) goes before the command when set
         shift 3
         rm -rf "$work/run" && sync
         pushd "$work" > /dev/null || exit 2  # not the checkout: python -m puts the working folder first on the path
         PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
-        PYTHONPATH="$site:$path" step "$name" "$@" python3 -m distill run --model "$work/bert-base-random" \
-            --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 --layers all \
-            --pooling mean --device "$device" --no-progress --out "$work/run" -v
+        PYTHONPATH="$site:$path" step "$name" ${prefix[@]+"${prefix[@]}"} python3 -m distill run \
+            --model "$work/bert-base-random" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
+            --layers all --pooling mean --device "$device" --no-progress --out "$work/run" -v "$@"
         popd > /dev/null || exit 2
-        cp "$work/run/manifest.json" "$out/$name-manifest.json" 2>/dev/null
+        python3 -c "import json; m = json.load(open('$work/run/manifest.json')); \
+print('$name', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> "$out/manifests.log" 2>&1
     }
+    prefix=()
     [ -d .gpu/old/distill ] && gutenberg gutenberg-old "$PWD/.gpu/old" "$work/gutenberg.txt"
     gutenberg gutenberg-new "$PWD" "$work/gutenberg.txt"
+    gutenberg gutenberg-new-bin "$PWD" "$work/gutenberg.txt" --formats bin
     step bert-all python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all --device "$device" \
         --corpus "$work/sts.txt" --chunk-size 4096
     [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
@@ -123,8 +127,8 @@ open('$work/gutenberg.txt', 'wb'))" || exit 2
     if [ -x "$site/bin/py-spy" ]; then  # where the host's time goes: the main process's threads, sampled, not paused
         xz -dc .gpu/gutenberg-2m.txt.xz > "$work/g2m.txt"
         [ "$lines" -gt 0 ] && head -n "$lines" "$work/g2m.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/g2m.txt"
-        gutenberg gutenberg-2m-spy "$PWD" "$work/g2m.txt" \
-            "$site/bin/py-spy" record --nonblocking -t -r 50 -f raw -o "$out/gutenberg-2m-spy.txt" --
+        prefix=("$site/bin/py-spy" record --nonblocking -t -r 20 -f raw -o "$out/gutenberg-2m-spy.txt" --)
+        gutenberg gutenberg-2m-spy "$PWD" "$work/g2m.txt"
     fi
 else
     echo "part must be 1, 2, host or all" >&2

@@ -22,6 +22,7 @@ from distill.config import (
     Pooling,
     RunConfig,
     Sampling,
+    SetFormat,
     StoreKind,
     Template,
 )
@@ -42,6 +43,7 @@ def run(
     out: str | Path | None = None,
     layers: str | int | Sequence[int] | Layers = "1",
     pooling: str | Sequence[str | Pooling] = "pc",
+    formats: str | Sequence[str | SetFormat] = "txt,bin,faiss",
     min_count: int = 5,
     max_vocab: int | None = None,
     vocab_file: str | None = None,

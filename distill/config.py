@@ -26,6 +26,18 @@ class Pooling(Choice):
     MEAN = "mean"  # mean of the occurrences
 
 
+class SetFormat(Choice):
+    """A file a vector set is written as."""
+
+    TXT = "txt"  # word2vec text
+    BIN = "bin"  # word2vec binary: what every distill command reads a run's set from
+    FAISS = "faiss"  # a flat FAISS index and its word list
+
+
+#: Every file of a set: what a run writes unless --formats says otherwise.
+ALL_FORMATS = (SetFormat.TXT, SetFormat.BIN, SetFormat.FAISS)
+
+
 class EncodingErrors(Choice):
     """What to do with bytes that are not UTF-8."""
 
@@ -179,6 +191,14 @@ def parse_poolings(spec: str | Sequence[str | Pooling]) -> tuple[Pooling, ...]:
     return parse_choices(Pooling, spec, "pooling")
 
 
+def parse_formats(spec: str | Sequence[str | SetFormat]) -> tuple[SetFormat, ...]:
+    """``"bin,txt"`` -> SetFormat values, in the order given; bin must be among them."""
+    formats = parse_choices(SetFormat, spec, "format")
+    if SetFormat.BIN not in formats:
+        raise ConfigError("--formats must include bin: every distill command reads a run's sets from their binary file")
+    return formats
+
+
 def _unreadable(spec: Any) -> ConfigError:
     return ConfigError(f"cannot read layer spec {spec!r}; use an index (1), a list (1,3), a range (0-3) or all")
 
@@ -281,6 +301,15 @@ class RunConfig:
     )
     pooling: tuple[Pooling, ...] = option(
         (Pooling.PC,), "pc (first principal component, the paper's), mean, or both: pc,mean.", OUTPUT, cli_type=str
+    )
+    formats: tuple[SetFormat, ...] = option(
+        ALL_FORMATS,
+        "The files of each set: txt (word2vec text), bin (word2vec binary: every distill command reads a set from "
+        "it, so it is always written), faiss (a flat FAISS index; distill neighbors builds one where it is "
+        "missing). bin alone is under a fifth of the bytes of all three: for runs of many layers.",
+        OUTPUT,
+        Effect.FILES,
+        cli_type=str,
     )
     min_count: int = option(5, "Keep words seen at least this often.", INPUT)
     max_vocab: int | None = option(None, "Keep at most this many most frequent words.", INPUT)
@@ -458,6 +487,7 @@ class RunConfig:
                 object.__setattr__(self, name, parse_choices(kind, [value], name.replace("_", " "), many=False)[0])
         object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
+        object.__setattr__(self, "formats", parse_formats(self.formats))
         object.__setattr__(self, "layers", Layers.parse(self.layers))
         object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
         check_config(self)
@@ -468,6 +498,7 @@ class RunConfig:
             if isinstance(value, enum.Enum):
                 data[key] = value.value
         data["pooling"] = [p.value for p in self.pooling]
+        data["formats"] = [f.value for f in self.formats]
         data["layers"] = str(self.layers)
         data["alone_template"] = str(self.alone_template)
         data["corpus"] = list(self.corpus)
@@ -478,6 +509,7 @@ class RunConfig:
         data = dict(data)
         data["corpus"] = tuple(data.get("corpus", ()))
         data["pooling"] = tuple(data.get("pooling", ("pc",)))
+        data["formats"] = tuple(data.get("formats", ALL_FORMATS))  # a run made before --formats wrote all three
         return cls(**data)
 
     def for_model(self, positions: int | None, elmo: bool) -> RunConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from distill.config import Pooling
+from distill.config import ALL_FORMATS, Pooling, SetFormat
 
 MANIFEST = "manifest.json"
 VOCAB = "vocab.tsv"
@@ -78,9 +78,10 @@ def layer_file(file_name: str) -> tuple[int, Pooling] | None:
     return None if match is None else (int(match.group(1)), Pooling(match.group(2)))
 
 
-def set_files(name: str) -> list[str]:
-    """The file names of set ``name``."""
-    return [f"{name}{suffix}" for suffix in SET_SUFFIXES]
+def set_files(name: str, formats: Sequence[SetFormat] = ALL_FORMATS) -> list[str]:
+    """The file names of set ``name`` written as ``formats``."""
+    suffixes = {SetFormat.TXT: (".txt",), SetFormat.BIN: (".bin",), SetFormat.FAISS: (".faiss", ".faiss.words.txt")}
+    return [f"{name}{suffix}" for suffix in SET_SUFFIXES if any(suffix in suffixes[f] for f in formats)]
 
 
 def set_of_file(file_name: str) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import Pooling
+from distill.config import ALL_FORMATS, Pooling, SetFormat
 from distill.errors import ConfigError
 from distill.files import atomic_path, bare_name, check_writable, is_bare_name, member, write_json
 from distill.lock import FolderLock
@@ -236,18 +236,26 @@ class RunDir:
             raise ConfigError(f"{self.path} has {what}; its sets: {', '.join(sets_of(data))}")
         return name
 
-    def write_set(self, name: str, kv: Any, submit: Callable[..., Any] | None = None) -> list[Any]:
-        """Write set ``name`` (text, binary, FAISS index); ``submit(fn, *args, **kwargs)`` may run the three
-        writes elsewhere (an executor's ``submit``): returns what it returns, else the paths."""
+    def write_set(
+        self,
+        name: str,
+        kv: Any,
+        submit: Callable[..., Any] | None = None,
+        formats: Sequence[SetFormat] = ALL_FORMATS,
+    ) -> list[Any]:
+        """Write set ``name`` as ``formats`` (text, binary, FAISS index: :func:`~distill.names.set_files` names
+        them); ``submit(fn, *args, **kwargs)`` may run the writes elsewhere (an executor's ``submit``): returns
+        what it returns, else the paths."""
         from distill.vectors.faiss_index import write_faiss
         from distill.vectors.keyed import write_word2vec
 
         run = submit or (lambda fn, *args, **kwargs: fn(*args, **kwargs))
-        return [
-            run(write_word2vec, kv, self.file(name, ".txt"), binary=False),
-            run(write_word2vec, kv, self.file(name, ".bin"), binary=True),
-            run(write_faiss, kv.index_to_key, kv.vectors, self.file(name, ".faiss")),
-        ]
+        writes = {
+            SetFormat.TXT: lambda: run(write_word2vec, kv, self.file(name, ".txt"), binary=False),
+            SetFormat.BIN: lambda: run(write_word2vec, kv, self.file(name, ".bin"), binary=True),
+            SetFormat.FAISS: lambda: run(write_faiss, kv.index_to_key, kv.vectors, self.file(name, ".faiss")),
+        }
+        return [write() for f, write in writes.items() if f in formats]
 
     def load(self, name: str) -> Any:
         """Set ``name`` as gensim ``KeyedVectors`` (from its binary file), from a complete run only."""

@@ -130,8 +130,8 @@ def reduce_and_write(
                 matrix = np.vstack([matrix, l2_normalize(rows) if unit else rows])
             kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
             if (layer, pooling) in written:
-                pending += run.write_set(name, kv, writer.submit)
-                result.files += set_files(name)
+                pending += run.write_set(name, kv, writer.submit, plan.config.formats)
+                result.files += set_files(name, plan.config.formats)
         for future in pending:
             future.result()  # raises the first write error (disk full ...) here
     finally:
@@ -159,8 +159,8 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
     kv = vectors[name] = to_keyed_vectors(words, x, zero_counts(reduced.counts, added))
     reduced.from_language = added
     run = RunDir(plan.out)
-    run.write_set(name, kv)
-    reduced.files += set_files(name)
+    run.write_set(name, kv, formats=plan.config.formats)
+    reduced.files += set_files(name, plan.config.formats)
     for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
         del vectors[set_name(layer, pooling)]
     return name, best.to_json(layers, added)

@@ -48,6 +48,29 @@ def test_run_writes_every_format_and_they_load(bert_run):
     assert not list(out.glob(".*"))  # no temporary file or work folder left
 
 
+def test_a_run_of_binary_files_alone_serves_every_command(bert_run, tiny_bert_dir, tmp_path):
+    """``--formats bin`` (a run of many layers on a GPU writes far fewer bytes): each set is its binary file, the
+    same bytes as a run of all three formats, and load, evaluate and neighbors read it."""
+    from distill.serve.search import Searcher
+
+    out = tmp_path / "bin"
+    _run(tiny_bert_dir, out, layers="0-2", pooling="pc,mean", formats="bin", best=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    sets = [f for f in manifest["files"] if f.startswith("layer") and "pieces" not in f]
+    assert sets and all(f.endswith(".bin") for f in sets) and len(sets) == 3 * 2 + 1  # and the recommended set
+    assert sorted(p.name for p in out.iterdir() if p.name.endswith((".txt", ".faiss"))) == []
+    assert manifest["config"]["formats"] == ["bin"]
+    for name in ("layer1.pc", "layer2.mean"):
+        assert (out / f"{name}.bin").read_bytes() == (bert_run.out / f"{name}.bin").read_bytes()
+    rows = distill.evaluate([out], benchmarks=["simlex999"], oov=["standard"])
+    assert len(rows) == 3 * 2 + 1 and {r.path.rsplit(".", 1)[-1] for r in rows} == {"bin"}
+    searcher = Searcher.open(out, layer=1, pooling="pc")  # no index was written: built, as for any vector file
+    word = searcher.words[0]
+    assert searcher.neighbors([word], k=2)[0][0][0] == distill.load(out, layer=1).most_similar(word, topn=1)[0][0]
+    with pytest.raises(ConfigError, match="must include bin"):
+        _run(tiny_bert_dir, tmp_path / "txt", formats="txt,faiss")
+
+
 def test_manifest_records_how_vectors_were_made(bert_run):
     m = bert_run.manifest
     assert m["corpus"]["files"][0]["sha256"] == sha256_file(TINY_CORPUS)

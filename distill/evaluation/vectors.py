@@ -14,7 +14,7 @@ from typing import Any
 
 from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.names import BASELINES, MANIFEST, layer_file
+from distill.names import BASELINES, MANIFEST, layer_file, set_of_file
 from distill.rundir import RunDir
 from distill.vectors.reader import read_vectors
 
@@ -58,6 +58,12 @@ def _run_file_order(path: Path) -> tuple[bool, str, int]:
     return (pooling is not Pooling.PC, pooling.value, layer)
 
 
+def _set_file(run: RunDir, name: str) -> Path:
+    """The file a set is read from: its text file, or its binary one where the run wrote no text (--formats)."""
+    text = run.file(name, ".txt")
+    return text if text.is_file() else run.file(name, ".bin")
+
+
 def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list[Path]:
     """Files as given; a run folder stands for one set (``vector_set``: a name, or ``best``) or for all of its
     sets: its ``layerL.P.txt`` files in layer order, then its derived sets (a run folder must be complete:
@@ -66,16 +72,14 @@ def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list
     for p in map(Path, paths):
         if p.is_dir() and RunDir(p).is_run() and vector_set is not None:
             run = RunDir(p)
-            out.append(run.file(run.resolve_set(vector_set)))
+            out.append(_set_file(run, run.resolve_set(vector_set)))
         elif p.is_dir():
             derived: list[str] = []
             if any(layer_file(f.name) for f in p.iterdir()):
                 derived = list(RunDir(p).check_complete().get("derived", {}))
-            files = sorted(
-                (f for f in p.iterdir() if layer_file(f.name) and f.suffix == ".txt"),
-                key=_run_file_order,
-            )
-            files += [p / f"{name}.txt" for name in derived]
+            sets = {set_of_file(f.name) for f in p.iterdir() if layer_file(f.name) and f.suffix == ".bin"}
+            files = sorted((_set_file(RunDir(p), name) for name in sets if name), key=_run_file_order)
+            files += [_set_file(RunDir(p), name) for name in derived]
             files += sorted(p.glob("*.vec.txt"))
             if not files:
                 raise ConfigError(f"{p} holds no layerL.P.txt or *.vec.txt vector files")
