@@ -14,7 +14,7 @@ from typing import Any
 
 from distill.config import Pooling
 from distill.errors import ConfigError
-from distill.names import BASELINES, MANIFEST, layer_file, set_of_file
+from distill.names import BASELINES, MANIFEST, layer_file
 from distill.rundir import RunDir
 from distill.vectors.reader import read_vectors
 
@@ -77,8 +77,8 @@ def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list
             derived: list[str] = []
             if any(layer_file(f.name) for f in p.iterdir()):
                 derived = list(RunDir(p).check_complete().get("derived", {}))
-            sets = {set_of_file(f.name) for f in p.iterdir() if layer_file(f.name) and f.suffix == ".bin"}
-            files = sorted((_set_file(RunDir(p), name) for name in sets if name), key=_run_file_order)
+            sets = {f.name.removesuffix(f.suffix) for f in p.iterdir() if layer_file(f.name)}  # .txt, .bin or both
+            files = sorted((_set_file(RunDir(p), name) for name in sets), key=_run_file_order)
             files += [_set_file(RunDir(p), name) for name in derived]
             files += sorted(p.glob("*.vec.txt"))
             if not files:
