@@ -101,6 +101,7 @@ class _Block:
     ids: np.ndarray  # (n,) its word id
     starts: np.ndarray  # (n,) char offsets in its line
     ends: np.ndarray
+    rank: np.ndarray  # (n,) its number among its word's occurrences in the block (0-based)
 
 
 def _block_words(texts: list[str], get: Callable[..., int], lowercase: bool) -> _Block:
@@ -117,17 +118,24 @@ def _block_words(texts: list[str], get: Callable[..., int], lowercase: bool) -> 
     line_starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum([len(text) + 1 for text in texts[:-1]], out=line_starts[1:])
     line = np.searchsorted(line_starts, starts, side="right") - 1
-    return _Block(line, ids[known], starts - line_starts[line], ends - line_starts[line])
+    ids = ids[known]
+    return _Block(line, ids, starts - line_starts[line], ends - line_starts[line], _ranks(ids))
 
 
-def _ordinals(ids: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """Each occurrence's number among its word's occurrences so far (0-based); adds the block to ``seen``."""
+def _ranks(ids: np.ndarray) -> np.ndarray:
+    """Each id's number among the earlier occurrences of the same id (0-based): the block's part of the
+    ordinals, which needs no other block (a worker computes it)."""
     order = np.argsort(ids, kind="stable")
     grouped = ids[order]
     rank = np.empty_like(ids)
     rank[order] = np.arange(len(ids)) - np.searchsorted(grouped, grouped, side="left")
-    ordinal = seen[ids] + rank
-    seen += np.bincount(ids, minlength=len(seen))
+    return rank
+
+
+def _ordinals(block: _Block, seen: np.ndarray) -> np.ndarray:
+    """Each occurrence's number among its word's occurrences so far (0-based); adds the block to ``seen``."""
+    ordinal = seen[block.ids] + block.rank
+    seen += np.bincount(block.ids, minlength=len(seen))
     return ordinal
 
 
@@ -196,7 +204,7 @@ def iter_jobs(
 
     def select(block: _Block) -> tuple[np.ndarray, None]:
         ids = block.ids
-        ordinal = _ordinals(ids, seen)
+        ordinal = _ordinals(block, seen)
         rows = offsets[ids] + ordinal
         over = np.flatnonzero(capped[ids])
         if len(over) and len(keys):
@@ -254,7 +262,7 @@ def iter_jobs_greedy(
         # a word's first sizes[w] occurrences in reading order fill its rows, in that order
         nonlocal remaining
         ids = block.ids
-        ordinal = _ordinals(ids, seen)
+        ordinal = _ordinals(block, seen)
         size = sizes[ids]
         filled = ordinal == size - 1  # the occurrence that gives its word the last row
         remaining -= int(np.count_nonzero(filled))
