@@ -32,22 +32,22 @@ from distill.collector import heap_frozen
 from distill.config import GPU_BATCH_TOKENS, RunConfig
 from distill.corpus import build_vocabulary, count_words, iter_lines
 from distill.encoders import load_encoder
-from distill.encoders.alignment import make_windows, pad_windows
+from distill.encoders.alignment import make_windows
+from distill.encoding.prepare import Batch
 from distill.encoding.workers import given_or_own_pool, sort_prepared, usable_cores
 from distill.iterate import batched
 from distill.occurrences import iter_jobs, plan_sample
 from distill.paths import default_corpus, resolve_model
 
 
-def assemble(batch: list, pin: bool) -> int:
-    """The padded ids and mask of one batch, as the encoder builds them; returns its real tokens."""
+def assemble(batch: Batch, pin: bool) -> int:
+    """The tensors the encoder and the gathering make of one batch, on the host; returns its real tokens."""
     import torch
 
-    padded, real = pad_windows([p.window for p in batch])
-    ids, mask = torch.from_numpy(padded), torch.from_numpy(real).long()
+    tensors = [torch.from_numpy(a) for a in (batch.ids, batch.real, batch.tok, batch.pieces)]
     if pin:
-        ids, mask = ids.pin_memory(), mask.pin_memory()
-    return int(real.sum())
+        tensors = [t.pin_memory() for t in tensors]
+    return batch.tokens
 
 
 def cpu_seconds() -> float:
@@ -94,7 +94,7 @@ def stage_seconds(corpus: str, model: object, config: RunConfig) -> tuple[dict[s
     """Each host stage alone, in order, over the whole corpus: its (wall, CPU) seconds; and the tokens."""
     import torch
 
-    from distill.encoding.batches import token_batches
+    from distill.encoding.batches import make_batch, token_batches
 
     timings: dict[str, tuple[float, float]] = {}
 
@@ -127,9 +127,9 @@ def stage_seconds(corpus: str, model: object, config: RunConfig) -> tuple[dict[s
             prepared = [sort_prepared(model, chunk, config.stride)[0] for chunk in chunks]  # type: ignore[arg-type]
         tokens = 0
         with timed("batches"):
-            for chunk in prepared:
-                for batch in token_batches(chunk, config.batch_tokens or GPU_BATCH_TOKENS):
-                    tokens += assemble(batch, torch.cuda.is_available())
+            for chunk, jobs_of_chunk in zip(prepared, chunks):
+                for cut in token_batches(chunk, config.batch_tokens or GPU_BATCH_TOKENS):
+                    tokens += assemble(make_batch(cut, jobs_of_chunk), torch.cuda.is_available())
     return timings, tokens
 
 

@@ -42,12 +42,11 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     lowercase = model.uncased
     jobs = sentence_jobs(corpus, lowercase, config.min_count, config.max_occurrences, config.seed)
     budget = token_budget(config.batch_tokens, model.device)
-    batches = [[p.window for p in batch] for batch in iter_batches(model, jobs, batch_size=config.batch_size,
-                                                                    stride=config.stride, chunk_size=config.chunk_size,
-                                                                    batch_tokens=budget)
+    batches = [batch for batch in iter_batches(model, jobs, batch_size=config.batch_size, stride=config.stride,
+                                               chunk_size=config.chunk_size, batch_tokens=budget)
                if not isinstance(batch, ChunkDone)]  # fmt: skip
-    tokens = sum(len(w.ids) for batch in batches for w in batch)
-    padded = sum(len(batch) * max(len(w.ids) for w in batch) for batch in batches)
+    tokens = sum(batch.tokens for batch in batches)
+    padded = sum(batch.ids.size for batch in batches)
     shape = f"{budget}-token budget" if budget else f"{config.batch_size} sentences"
     print(f"bare forward: {len(batches):,} batches, {tokens / len(batches):,.0f} tokens each "
           f"({padded / len(batches):,.0f} padded; {shape}), attention {getattr(model, 'attention', None)}, "
@@ -55,11 +54,11 @@ def bare_forward(model, corpus: list[str], config: RunConfig, layers) -> tuple[i
     sync = torch.cuda.synchronize if model.device.type == "cuda" else (lambda: None)
     with torch.inference_mode():
         for batch in batches[-3:]:  # warm-up: first calls of the kernels are slow
-            model.forward(batch)
+            model.forward_padded(batch.ids, batch.real)
         sync()
         t0 = time.perf_counter()
         for batch in batches:
-            model.forward(batch)
+            model.forward_padded(batch.ids, batch.real)
         sync()  # one wait for the device, at the end
         seconds = time.perf_counter() - t0
     return tokens, seconds

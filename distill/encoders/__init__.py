@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from distill.encoders.alignment import Window
 
 if TYPE_CHECKING:  # torch loads with the model, not with this package: a tokenizing worker never imports it
+    import numpy as np
     import torch
 
 
@@ -36,6 +37,10 @@ class Encoder(Protocol):
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Every hidden state of a right-padded batch, ``(B, width, hidden_size)`` each, and ``width``."""
+
+    def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Every hidden state, ``(B, T, hidden_size)`` each, of a batch already padded: ``padded`` (B, T) ids,
+        ``real`` (B, T) bool (:func:`~distill.encoders.alignment.pad_windows` gives both)."""
 
 
 def is_elmo(source: str | Path) -> bool:

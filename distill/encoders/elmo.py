@@ -25,7 +25,7 @@ import regex
 import torch
 from torch import nn
 
-from distill.encoders.alignment import Window
+from distill.encoders.alignment import Window, pad_windows
 from distill.errors import ConfigError, require
 
 MAX_CHARS = 50
@@ -226,14 +226,20 @@ class ElmoEncoder:
         return windows
 
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
-        width = max(len(w.ids) for w in batch)
-        chars = torch.zeros((len(batch), width + 2, MAX_CHARS), dtype=torch.long)
-        for i, window in enumerate(batch):
-            tokens = ["<S>", *(self.tokens[t] for t in window.ids), "</S>"]
+        padded, real = pad_windows(batch)
+        return self.forward_padded(padded, real), padded.shape[1]
+
+    def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Every layer's states of a right-padded batch of token ids (``real``: which are not padding)."""
+        width = padded.shape[1]
+        sizes = real.sum(axis=1).tolist()
+        chars = torch.zeros((len(padded), width + 2, MAX_CHARS), dtype=torch.long)
+        for i, (row, size) in enumerate(zip(padded.tolist(), sizes)):
+            tokens = ["<S>", *(self.tokens[t] for t in row[:size]), "</S>"]
             chars[i, : len(tokens)] = torch.tensor([char_ids(t) for t in tokens])
-        lengths = torch.tensor([len(w.ids) + 2 for w in batch])
+        lengths = torch.tensor([size + 2 for size in sizes])
         layers = self.model(chars.to(self.device), lengths.to(self.device))
-        return tuple(layer[:, 1 : width + 1] for layer in layers), width  # drop <S>; </S> falls in the padding
+        return tuple(layer[:, 1 : width + 1] for layer in layers)  # drop <S>; </S> falls in the padding
 
 
 def elmo_config(source: str | Path) -> Any:

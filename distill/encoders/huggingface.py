@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlparse
 
+import numpy as np
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -71,15 +72,19 @@ class HuggingFaceEncoder:
     def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
         """Right-padded forward pass; returns all hidden states and the padded length."""
         padded, real = pad_windows(batch)
-        ids, width = torch.from_numpy(padded), padded.shape[1]
+        return self.forward_padded(padded, real), padded.shape[1]
+
+    def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """All hidden states of a right-padded batch: ``padded`` (B, T) piece ids, ``real`` (B, T) bool."""
+        ids = torch.from_numpy(padded)
         if self.device.type != "cuda":
-            return self._run(ids, torch.from_numpy(real).long()), width
+            return self._run(ids, torch.from_numpy(real).long())
         ids = ids.pin_memory().to(self.device, non_blocking=True)
         with sdpa_kernel(_GPU_ATTENTION):
             if real.all():  # no padding: no mask, as transformers itself drops an all-ones one
-                return self._run(ids, None), width
+                return self._run(ids, None)
             mask = torch.from_numpy(real).pin_memory().to(self.device, non_blocking=True)
-            return self._run(ids, self._gpu_mask(ids, mask)), width
+            return self._run(ids, self._gpu_mask(ids, mask))
 
     def _run(self, ids: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
         output = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False)

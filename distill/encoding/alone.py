@@ -17,7 +17,7 @@ import torch
 from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, Observer, encode_batch, prepare_chunk
+from distill.encoding.batches import EncodeStats, Observer, encode_batch, make_batch, prepare_chunk
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
@@ -68,8 +68,8 @@ def encode_alone(
     with torch.inference_mode():
         for chunk in batched(jobs, 4096):
             prepared = prepare_chunk(encoder, chunk, 0, stats)
-            for batch in batched(prepared, batch_size):
-                rows, vectors = encode_batch(encoder, layers, batch, stats)
+            for cut in batched(prepared, batch_size):
+                rows, vectors = encode_batch(encoder, layers, make_batch(cut, chunk), stats)
                 out[:, rows] = vectors.cpu().numpy()
             bar.update(len(chunk))
     bar.close()
@@ -89,7 +89,7 @@ def read_texts(
     bar = progress_bar(len(texts), desc, "text", not progress or len(texts) < PROGRESS_FROM)
     with torch.inference_mode():
         for chunk in batched(jobs, 4096):
-            for batch in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
-                encode_batch(encoder, (encoder.n_layers,), batch, stats, observers)
+            for cut in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
+                encode_batch(encoder, (encoder.n_layers,), make_batch(cut, chunk), stats, observers)
             bar.update(len(chunk))
     bar.close()

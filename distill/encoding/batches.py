@@ -16,14 +16,13 @@ import numpy as np
 import torch
 
 from distill.encoders import Encoder
-from distill.encoders.alignment import pad_windows
-from distill.encoding.prepare import EncodeStats, PreparedWindow, prepare_chunk
-from distill.encoding.workers import prepared_chunks
+from distill.encoding.prepare import Batch, EncodeStats, PreparedWindow, make_batch, prepare_chunk, token_batches
+from distill.encoding.workers import Batching, prepared_batches
 from distill.iterate import batched
 from distill.occurrences import SentenceJob
 from distill.parallel import WorkerPool
 
-__all__ = ["EncodeStats", "PreparedWindow", "prepare_chunk"]  # re-exported: where callers look for them
+__all__ = ["Batch", "EncodeStats", "PreparedWindow", "make_batch", "prepare_chunk", "token_batches"]  # re-exported
 
 
 class Observer(Protocol):
@@ -55,20 +54,6 @@ class MergingObserver(Observer, Protocol):
 
     def merge(self, state: dict[str, np.ndarray]) -> None:
         """Add the sums of another observer's :meth:`state`."""
-
-
-def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:
-    """Length-sorted windows cut into batches of at most ``budget`` padded tokens (a window longer than the
-    budget runs alone): a GPU needs tens of thousands of tokens per kernel launch, not 64 short sentences."""
-    batch: list[PreparedWindow] = []
-    for p in prepared:
-        width = len(p.window.ids)  # the longest so far: windows come sorted by length
-        if batch and (len(batch) + 1) * width > budget:
-            yield batch
-            batch = []
-        batch.append(p)
-    if batch:
-        yield batch
 
 
 class ForwardTimer:
@@ -109,7 +94,7 @@ class ForwardTimer:
 
 
 def gather_occurrences(
-    hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: list[PreparedWindow], width: int
+    hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: Batch
 ) -> tuple[np.ndarray, torch.Tensor]:
     """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)) with the
     vectors left on the model's device (a GPU's store takes them there; nothing waits for the device).
@@ -118,34 +103,22 @@ def gather_occurrences(
     kernel instead of indexing, weighting and ``index_add_``."""
     device = hidden[0].device
     pin = device.type == "cuda"
-    tok = torch.from_numpy(np.concatenate([p.tok + i * width for i, p in enumerate(batch)]))
-    sizes = np.concatenate([p.pieces for p in batch])
-    starts = torch.from_numpy(np.cumsum(sizes) - sizes)
+    tok = torch.from_numpy(batch.tok)
+    starts = torch.from_numpy(np.cumsum(batch.pieces) - batch.pieces)
     if pin:
         tok, starts = tok.pin_memory(), starts.pin_memory()
     tok, starts = tok.to(device, non_blocking=pin), starts.to(device, non_blocking=pin)
-    pooled = torch.empty((len(layers), len(sizes), hidden[0].shape[-1]), device=device)
+    pooled = torch.empty((len(layers), len(batch.pieces), hidden[0].shape[-1]), device=device)
     for i, layer in enumerate(layers):
         table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
         pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
-    return np.concatenate([p.rows for p in batch]), pooled
+    return batch.rows, pooled
 
 
-def observe_batch(
-    observers: Sequence[Observer], hidden: tuple[torch.Tensor, ...], batch: list[PreparedWindow], width: int
-) -> None:
-    """Show a batch to each observer: ``observe(hidden, ids, content, fresh)``, (B, T) each."""
-    windows = [p.window for p in batch]
-    padded, real = pad_windows(windows)
-    ids = torch.zeros((len(batch), width), dtype=torch.long)
-    ids[:, : padded.shape[1]] = torch.from_numpy(padded)
-    content = torch.zeros((len(batch), width), dtype=torch.bool)
-    fresh = torch.zeros((len(batch), width), dtype=torch.bool)
-    content[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(np.concatenate([w.content for w in windows]))
-    fresh[:, : real.shape[1]][torch.from_numpy(real)] = torch.from_numpy(
-        np.concatenate([w.new_content for w in windows])
-    )
-    sentences = [(*p.sentence, len(p.window.ids)) for p in batch]
+def observe_batch(observers: Sequence[Observer], hidden: tuple[torch.Tensor, ...], batch: Batch) -> None:
+    """Show a batch to each observer: ``observe(hidden, ids, content, fresh)``, (B, T) host tensors each."""
+    ids, content, fresh = (torch.from_numpy(a) for a in (batch.ids, batch.content, batch.fresh))
+    sentences = batch.sentences()
     for observer in observers:
         observer.observe(hidden, ids, content, fresh, sentences)
 
@@ -170,24 +143,25 @@ def iter_batches(
     skip_chunks: int = 0,
     batch_tokens: int | None = None,
     pool: WorkerPool | None = None,
-) -> Iterator[list[PreparedWindow] | ChunkDone]:
+) -> Iterator[Batch | ChunkDone]:
     """The batches the model runs: chunks of sentences tokenized into windows, length-sorted per chunk, cut
     into batches of ``batch_size`` windows or, with ``batch_tokens``, of at most that many padded tokens.
 
     Each chunk's batches are followed by a :class:`ChunkDone`. The first ``skip_chunks`` chunks (done
-    before a checkpoint) are walked but not tokenized. With a ``pool``, chunks are tokenized and aligned in its
-    worker processes (:mod:`distill.encoding.workers`).
+    before a checkpoint) are walked but not tokenized. With a ``pool``, chunks are tokenized, aligned and cut in
+    its worker processes (:mod:`distill.encoding.workers`).
     """
     chunks = (chunk if index >= skip_chunks else None for index, chunk in enumerate(batched(jobs, chunk_size)))
-    for index, (prepared, counts) in enumerate(prepared_chunks(model, chunks, stride, pool)):
-        yield from token_batches(prepared, batch_tokens) if batch_tokens else batched(prepared, batch_size)
+    batching = Batching(batch_size, batch_tokens)
+    for index, (batches, counts) in enumerate(prepared_batches(model, chunks, stride, batching, pool)):
+        yield from batches
         yield ChunkDone(index, counts)
 
 
 def encode_batch(
     model: Encoder,
     layers: tuple[int, ...],
-    batch: list[PreparedWindow],
+    batch: Batch,
     stats: EncodeStats,
     observers: Sequence[Observer] = (),
     timer: ForwardTimer | None = None,
@@ -198,13 +172,13 @@ def encode_batch(
     own = timer is None
     timer = timer or ForwardTimer(model.device)
     timer.start()
-    hidden, width = model.forward([p.window for p in batch])
+    hidden = model.forward_padded(batch.ids, batch.real)
     timer.stop()
     if own:
         stats.forward_seconds += timer.seconds()
-    rows, vectors = gather_occurrences(hidden, layers, batch, width)
+    rows, vectors = gather_occurrences(hidden, layers, batch)
     if observers:
-        observe_batch(observers, hidden, batch, width)
+        observe_batch(observers, hidden, batch)
     stats.occurrences += len(rows)
-    stats.tokens += sum(len(p.window.ids) for p in batch)
+    stats.tokens += batch.tokens
     return rows, vectors

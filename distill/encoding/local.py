@@ -17,11 +17,11 @@ import torch
 from distill.config import token_budget
 from distill.encoders import Encoder
 from distill.encoding.batches import (
+    Batch,
     ChunkDone,
     EncodeStats,
     ForwardTimer,
     Observer,
-    PreparedWindow,
     encode_batch,
     iter_batches,
 )
@@ -96,7 +96,7 @@ def prefetch(items: Iterable[Any], depth: int = 2) -> Iterator[Any]:
         stop.set()
 
 
-def per_chunk(items: Iterable[list[PreparedWindow] | ChunkDone]) -> Iterator[list[Any]]:
+def per_chunk(items: Iterable[Batch | ChunkDone]) -> Iterator[list[Any]]:
     """Each chunk's batches and its :class:`ChunkDone` as one item, so that read-ahead counts chunks: a
     chunk is 64 batches of 64 sentences, or a few of a GPU's token budget."""
     group: list[Any] = []
@@ -161,7 +161,7 @@ def _run_batches(
     model: Encoder,
     layers: tuple[int, ...],
     store: OccurrenceStore,
-    batches: Iterable[list[PreparedWindow] | ChunkDone],
+    batches: Iterable[Batch | ChunkDone],
     stats: EncodeStats,
     observers: Sequence[Observer],
     timer: ForwardTimer,

@@ -1,16 +1,19 @@
 """Sentences to model inputs, on the host: tokenized into windows, each sampled occurrence aligned to its
-pieces. No torch here: a worker process that only tokenizes starts light."""
+pieces, windows length-sorted and cut into batches, each batch a few arrays (:class:`Batch`). No torch here: a
+worker process that only tokenizes starts light."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
-from distill.encoders.alignment import Window, align_pieces, choose_windows, token_starts
+from distill.encoders.alignment import Window, align_pieces, choose_windows, pad_windows, token_starts
+from distill.iterate import batched
 from distill.occurrences import SentenceJob
 
 
@@ -97,3 +100,77 @@ def prepare_chunk(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats
         prepared.append(PreparedWindow(window, rows[a:b], tok[piece_bounds[a] : piece_bounds[b]], pieces[a:b],
                                        (job.sentence_id, job.text)))  # fmt: skip
     return prepared
+
+
+def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:
+    """Length-sorted windows cut into batches of at most ``budget`` padded tokens (a window longer than the
+    budget runs alone): a GPU needs tens of thousands of tokens per kernel launch, not 64 short sentences."""
+    batch: list[PreparedWindow] = []
+    for p in prepared:
+        width = len(p.window.ids)  # the longest so far: windows come sorted by length
+        if batch and (len(batch) + 1) * width > budget:
+            yield batch
+            batch = []
+        batch.append(p)
+    if batch:
+        yield batch
+
+
+@dataclass
+class Batch:
+    """One forward pass, as arrays: the windows' pieces right-padded, and the occurrences to gather from the
+    hidden states. What a worker process sends back whole; the main process only turns it into tensors."""
+
+    ids: np.ndarray  # (B, T) piece ids, 0 where padded
+    lengths: np.ndarray  # (B,) pieces of each window
+    content: np.ndarray  # (B, T) bool: a real piece of text, not a special token or padding
+    fresh: np.ndarray  # (B, T) bool: content not already in the sentence's previous window
+    rows: np.ndarray  # (k,) store rows of the occurrences
+    tok: np.ndarray  # (p,) position b * T + t of each (occurrence, piece), an occurrence's pieces together
+    pieces: np.ndarray  # (k,) pieces of each occurrence
+    sentence: np.ndarray  # (B,) each window's sentence: its index in ``jobs``
+    jobs: Sequence[SentenceJob] = field(default=(), repr=False)  # the chunk's sentences, set where they are held
+
+    @property
+    def real(self) -> np.ndarray:
+        """(B, T) bool: the positions that are not padding."""
+        return np.arange(self.ids.shape[1])[None, :] < self.lengths[:, None]
+
+    @property
+    def tokens(self) -> int:
+        """Pieces through the model, special ones included, padding not."""
+        return int(self.lengths.sum())
+
+    def sentences(self) -> list[tuple[int, str, int]]:
+        """Each window's sentence id and text, and its number of pieces."""
+        return [(self.jobs[s].sentence_id, self.jobs[s].text, n) for s, n in zip(self.sentence.tolist(),
+                                                                                   self.lengths.tolist())]  # fmt: skip
+
+
+def make_batch(prepared: Sequence[PreparedWindow], jobs: Sequence[SentenceJob] = ()) -> Batch:
+    """The :class:`Batch` of windows prepared from ``jobs`` (a chunk's sentences)."""
+    windows = [p.window for p in prepared]
+    ids, real = pad_windows(windows)
+    width = ids.shape[1]
+    content, fresh = np.zeros_like(real), np.zeros_like(real)
+    content[real] = np.concatenate([w.content for w in windows])
+    fresh[real] = np.concatenate([w.new_content for w in windows])
+    return Batch(
+        ids=ids,
+        lengths=real.sum(axis=1),
+        content=content,
+        fresh=fresh,
+        rows=np.concatenate([p.rows for p in prepared]),
+        tok=np.concatenate([p.tok + i * width for i, p in enumerate(prepared)]),
+        pieces=np.concatenate([p.pieces for p in prepared]),
+        sentence=np.array([w.sentence for w in windows], dtype=np.int64),
+        jobs=jobs,
+    )
+
+
+def cut_batches(
+    prepared: Sequence[PreparedWindow], batch_size: int, budget: int | None
+) -> Iterator[list[PreparedWindow]]:
+    """Length-sorted windows cut as the encoder runs them: batches of ``budget`` padded tokens, else of
+    ``batch_size`` windows."""
+    return token_batches(prepared, budget) if budget else batched(prepared, batch_size)

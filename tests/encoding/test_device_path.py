@@ -39,16 +39,16 @@ def test_token_batches_hold_at_most_the_budget_and_every_window_once(tiny_bert_d
 
     def windows(**kw):
         batches = [b for b in iter_batches(model, jobs, chunk_size=len(jobs), **kw) if not isinstance(b, ChunkDone)]
-        return batches, [tuple(p.window.ids) for b in batches for p in b]
+        return batches, [tuple(row[:n]) for b in batches for row, n in zip(b.ids.tolist(), b.lengths.tolist())]
 
     by_tokens, ids = windows(batch_tokens=2000)
     _, ids_by_sentences = windows(batch_size=64)
     assert ids == ids_by_sentences  # the same windows in the same (length-sorted) order
     assert len(by_tokens) > 1
     for batch in by_tokens:
-        width = max(len(p.window.ids) for p in batch)
-        assert len(batch) * width <= 2000 or len(batch) == 1
-    sizes = [len(b) for b in by_tokens]
+        assert batch.ids.shape[1] == batch.lengths.max()  # padded to its longest window, no further
+        assert batch.ids.size <= 2000 or len(batch.ids) == 1
+    sizes = [len(b.ids) for b in by_tokens]
     assert max(sizes) > 64 and sizes[0] > sizes[-1]  # short windows share a batch by the hundred
 
 
@@ -165,11 +165,8 @@ def test_a_pool_of_tokenizing_workers_gives_the_same_batches_in_order(tiny_bert_
             if isinstance(item, ChunkDone):
                 out.append(("done", item.index, item.counts.sentences, item.counts.windows))
             else:
-                out.append([
-                    (p.window.ids, p.window.sentence, p.rows.tolist(), p.tok.tolist(), p.pieces.tolist(), p.sentence,
-                     *(getattr(p.window, k).tolist() for k in ("starts", "ends", "content", "fresh")))
-                    for p in item
-                ])  # fmt: skip
+                fields = ("ids", "lengths", "content", "fresh", "rows", "tok", "pieces", "sentence")
+                out.append([getattr(item, k).tolist() for k in fields] + [item.sentences()])
         return out
 
     alone = run(0)
