@@ -35,9 +35,6 @@ class Encoder(Protocol):
     def tokenize(self, texts: list[str], stride: int) -> list[Window]:
         """Windows of at most ``max_length`` pieces, consecutive windows of a text sharing ``stride`` pieces."""
 
-    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
-        """Every hidden state of a right-padded batch, ``(B, width, hidden_size)`` each, and ``width``."""
-
     def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
         """Every hidden state, ``(B, T, hidden_size)`` each, of a batch already padded: ``padded`` (B, T) ids,
         ``real`` (B, T) bool (:func:`~distill.encoders.alignment.pad_windows` gives both)."""

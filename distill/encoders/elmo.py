@@ -25,7 +25,7 @@ import regex
 import torch
 from torch import nn
 
-from distill.encoders.alignment import Window, pad_windows
+from distill.encoders.alignment import Window
 from distill.errors import ConfigError, require
 
 MAX_CHARS = 50
@@ -224,10 +224,6 @@ class ElmoEncoder:
                 if start + size >= len(spans):
                     break
         return windows
-
-    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
-        padded, real = pad_windows(batch)
-        return self.forward_padded(padded, real), padded.shape[1]
 
     def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
         """Every layer's states of a right-padded batch of token ids (``real``: which are not padding)."""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from distill.encoders.alignment import Window, WindowTokenizer, pad_windows, truncating_backend
+from distill.encoders.alignment import Window, WindowTokenizer, truncating_backend
 from distill.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -68,11 +68,6 @@ class HuggingFaceEncoder:
         if stride not in self.backends:
             self.backends[stride] = truncating_backend(self.tokenizer, self.max_length, stride)
         return WindowTokenizer(self.backends[stride], self.unk_id)
-
-    def forward(self, batch: list[Window]) -> tuple[tuple[torch.Tensor, ...], int]:
-        """Right-padded forward pass; returns all hidden states and the padded length."""
-        padded, real = pad_windows(batch)
-        return self.forward_padded(padded, real), padded.shape[1]
 
     def forward_padded(self, padded: np.ndarray, real: np.ndarray) -> tuple[torch.Tensor, ...]:
         """All hidden states of a right-padded batch: ``padded`` (B, T) piece ids, ``real`` (B, T) bool."""

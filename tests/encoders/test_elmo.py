@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import distill
+from distill.encoders.alignment import pad_windows
 from distill.encoders.elmo import Elmo, ProjectedLstm, char_ids, elmo_config, load_elmo
 from distill.errors import ConfigError
 
@@ -125,15 +126,15 @@ def test_lstm_step_follows_tensorflow_gate_order(elmo_dir):
 def test_layers_see_the_context_they_should(elmo_dir):
     enc = load_elmo("elmo", str(elmo_dir), torch.device("cpu"))
     a, b = enc.tokenize(["the king sat down .", "the king ran far away"], stride=2)
-    (h0, h1, h2), _ = enc.forward([a, b])
+    h0, h1, h2 = enc.forward_padded(*pad_windows([a, b]))
     assert len(a.ids) == 5 and len(b.ids) == 5
     np.testing.assert_allclose(h0[0, 1], h0[1, 1], atol=1e-6)  # layer 0: context-free
     half = h1.shape[-1] // 2
     np.testing.assert_allclose(h1[0, 1, :half], h1[1, 1, :half], atol=1e-6)  # forward: same left context
     assert not torch.allclose(h1[0, 1, half:], h1[1, 1, half:])  # backward: different right context
     assert not torch.allclose(h2[0, 1], h2[1, 1])
-    (alone, *_), _ = enc.forward([a])  # padding in a batch changes nothing
-    single = enc.forward([enc.tokenize(["the king"], stride=2)[0]])[0]
+    alone, *_ = enc.forward_padded(*pad_windows([a]))  # padding in a batch changes nothing
+    single = enc.forward_padded(*pad_windows([enc.tokenize(["the king"], stride=2)[0]]))
     assert single[1].shape == (1, 2, 16)
     np.testing.assert_allclose(alone[0], h0[0], atol=1e-6)
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from distill.encoders.alignment import pad_windows
 from distill.paths import GGUF_WEIGHTS, cache_dir, default_gguf, resolve_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -22,7 +23,7 @@ def smollm2():
 def test_a_causal_lm_sees_only_left_context(smollm2):
     left, right = smollm2.tokenize(["The king sat on the old throne", "The king sat in a small boat"], stride=8)
     with torch.inference_mode():
-        hidden, _ = smollm2.forward([left, right])
+        hidden = smollm2.forward_padded(*pad_windows([left, right]))
     shared = 3  # "The king sat": same pieces, same left context
     assert left.ids[:shared] == right.ids[:shared]
     for layer in (1, 30):
