@@ -20,6 +20,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpus_head import write_head  # benchmarks/, this script's folder
+
 import distill
 
 
@@ -46,9 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     model = build_model(args.tokenizer, Path(args.model_dir or tmp / "bert-base-random"))
-    corpus = tmp / "corpus.txt"
-    with open(args.corpus, encoding="utf-8") as handle:
-        corpus.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
+    corpus = write_head(args.corpus, args.lines, tmp / "corpus.txt")
     common = {"model": str(model), "corpus": str(corpus), "layers": "0,1,6,12", "progress": False}
     runs = {
         "cpu-fp32": distill.run(out=str(tmp / "cpu"), device="cpu", **common),

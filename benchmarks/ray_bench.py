@@ -22,6 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpus_head import write_head  # benchmarks/, this script's folder
+
 from distill.paths import default_corpus
 from distill.rundir import load
 
@@ -44,9 +46,7 @@ def main() -> None:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="distill-ray-"))
-    corpus = tmp / "corpus.txt"
-    with open(default_corpus(), encoding="utf-8") as handle:
-        corpus.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
+    corpus = write_head(default_corpus(), args.lines, tmp / "corpus.txt")
     settings = [("local", {}), ("ray, 1 worker", {"engine": "ray", "workers": 1}),
                 ("ray, 2 workers", {"engine": "ray", "workers": 2})]  # fmt: skip
     results = []

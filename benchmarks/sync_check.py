@@ -16,6 +16,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+from corpus_head import write_head  # benchmarks/, this script's folder
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -38,9 +40,7 @@ def main() -> None:
         seen[" <- ".join([*theirs[::-1], *ours[::-1][:3]])] += 1
 
     with tempfile.TemporaryDirectory(prefix="distill-sync-") as tmp:
-        corpus = Path(tmp) / "corpus.txt"
-        with open(args.corpus, encoding="utf-8") as handle:
-            corpus.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
+        corpus = write_head(args.corpus, args.lines, Path(tmp) / "corpus.txt")
         distill.run(model=args.model, corpus=str(corpus), layers="1", device="cuda", progress=False,
                     out=f"{tmp}/warm")  # fmt: skip  # kernels and allocator warm, outside the count
         warnings.showwarning = record

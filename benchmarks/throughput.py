@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Only light imports here: each tokenizing worker imports this script again (multiprocessing does), and torch
 # at the top would cost every worker seconds to start (RESULTS.md, GPU path). torch loads inside the functions.
-from sentence_jobs import sentence_jobs  # benchmarks/, this script's folder
+from corpus_head import write_head  # benchmarks/, this script's folder
+from sentence_jobs import sentence_jobs
 
 from distill.config import Layers, RunConfig, token_budget
 from distill.encoders import load_encoder, load_encoder_config
@@ -84,10 +85,7 @@ def main() -> None:
     corpus = args.corpus
     tmp = Path(tempfile.mkdtemp(prefix="distill-bench-"))
     if args.lines:
-        sliced = tmp / "corpus.txt"
-        with open(corpus, encoding="utf-8") as handle:
-            sliced.write_text("".join(line for _, line in zip(range(args.lines), handle)), encoding="utf-8")
-        corpus = str(sliced)
+        corpus = str(write_head(corpus, args.lines, tmp / "corpus.txt"))
     config = RunConfig(model=args.model, corpus=(corpus,), out=str(tmp / "out"), layers=args.layers,
                        device=args.device, progress=False, batch_tokens=args.batch_tokens,
                        chunk_size=args.chunk_size, pieces=args.pieces)  # fmt: skip
