@@ -5,8 +5,9 @@
 Each word of SimLex-999, MEN and WS353 (and its sim/rel halves) is read alone by the model inside each
 template (only the word's own pieces pooled, as ``--alone-template`` does), in every layer; every pair is
 scored (Spearman x100), one row per template and layer, plus the recommended set's layers combined
-(``best``: unit vectors of the upper third averaged, as ``--best`` combines them). ``--held-out`` adds RW and
-MTurk-287, to be read only after the choice is made on the dev sets.
+(``best``: unit vectors of the upper third averaged, as ``--best`` combines them). ``--sentence-embedding``
+adds, per template, the model's own sentence embedding of the prompt (sentence-transformers, every token
+pooled). ``--held-out`` adds RW and MTurk-287, to be read only after the choice is made on the dev sets.
 """
 
 from __future__ import annotations
@@ -34,12 +35,25 @@ def scores(words: list[str], matrix: np.ndarray, sets: list[SimilarityDataset], 
     return [100 * evaluate_similarity(kv, s, "paper", lowercase).score for s in sets]
 
 
+def sentence_embeddings(source: str, texts: list[str]) -> np.ndarray:
+    """The model's own sentence embedding of each text (sentence-transformers: the prompt's tokens pooled too)."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(source, device="cpu")
+    return np.asarray(model.encode(texts, batch_size=256, normalize_embeddings=True, show_progress_bar=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--templates", default=",".join(TEMPLATES))
     parser.add_argument("--held-out", action="store_true")
     parser.add_argument("--last-piece", action="store_true", help="pool the word's last piece, not all its pieces")
+    parser.add_argument(
+        "--sentence-embedding",
+        action="store_true",
+        help="also a row per template for the model's own sentence embedding of the prompt (every token pooled)",
+    )
     args = parser.parse_args()
     names = DEV + (HELD_OUT if args.held_out else ())
     sets = [load_similarity(n) for n in names]
@@ -61,6 +75,8 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         rows = [(str(layer), states[layer]) for layer in layers]
         rows.append(("best", combine([states[layer] for layer in top])))
+        if args.sentence_embedding:
+            rows.append(("sentence embedding", sentence_embeddings(source, [template.fill(w)[0] for w in words])))
         for label, matrix in rows:
             values = scores(words, matrix, sets, lowercase)
             dev = float(np.mean(values[: len(DEV)]))
