@@ -28,7 +28,7 @@ from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
-from distill.tune.train import Student, TunedTable, TuneResult, _batches, export_table
+from distill.tune.train import Student, TunedTable, TuneResult, bag_batches, export_table, held_out_split
 
 
 def neighbours(targets: np.ndarray, k: int) -> np.ndarray:
@@ -59,25 +59,23 @@ def train(
     """``distill tune``'s loop (lazy Adam, shared map, held-out cosine loss for stopping) plus the pair term."""
     torch.manual_seed(options.seed)
     rng = np.random.default_rng(options.seed)
-    order = rng.permutation(len(ids) - train_only)
-    n_held = max(1, int(options.held_out * len(order)))
-    held, train_rows = order[:n_held], np.concatenate([order[n_held:], np.arange(len(order), len(ids))])
+    held, train_rows = held_out_split(len(ids), train_only, options.held_out, rng)
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     unit_goal = functional.normalize(goal, dim=1)
     student = Student(start, True)
     optimizers = student.optimizers(options.learning_rate)
-    held_batches = _batches(ids, held, 4096)
+    held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(start.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
         best = float(np.mean([cosine_loss(student, b, goal).item() for b in held_batches]))
     for epoch in range(1, options.epochs + 1):
-        for flat, offsets, rows in _batches(ids, rng.permutation(train_rows), options.batch_size):
+        for flat, offsets, rows in bag_batches(ids, rng.permutation(train_rows), options.batch_size):
             for optimizer in optimizers:
                 optimizer.zero_grad()
             loss = cosine_loss(student, (flat, offsets, rows), goal)
             if weight > 0:
                 partners = near[rows, rng.integers(0, near.shape[1], len(rows))]
-                pflat, poffsets, _ = _batches(ids, partners, len(partners))[0]
+                pflat, poffsets, _ = bag_batches(ids, partners, len(partners))[0]
                 a = functional.normalize(student(flat, offsets), dim=1)
                 b = functional.normalize(student(pflat, poffsets), dim=1)
                 teacher = (unit_goal[rows] * unit_goal[partners]).sum(dim=1)

@@ -68,9 +68,11 @@ def sentence_ids(texts: list[str], tokenizer: Any, unknown: int) -> tuple[list[n
     return [i for i, k in zip(ids, keep) if k], keep
 
 
-def _batches(
+def bag_batches(
     ids: list[np.ndarray], order: np.ndarray, size: int
 ) -> list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+    """The sentences ``order`` in batches of ``size``, each as an ``EmbeddingBag`` takes it: the rows flat, each
+    sentence's offset, and which sentences they are."""
     out = []
     for lo in range(0, len(order), size):
         rows = order[lo : lo + size]
@@ -78,6 +80,14 @@ def _batches(
         offsets = torch.from_numpy(np.cumsum([0] + [len(p) for p in parts[:-1]]))
         out.append((torch.from_numpy(np.concatenate(parts)), offsets, rows))
     return out
+
+
+def held_out_split(n: int, train_only: int, share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded ``share`` of the first ``n - train_only`` targets held out, and the rest with the last
+    ``train_only`` (bags of words, never held out) to train on."""
+    order = rng.permutation(n - train_only)
+    n_held = max(1, int(share * len(order)))
+    return order[:n_held], np.concatenate([order[n_held:], np.arange(len(order), n)])
 
 
 class Student(torch.nn.Module):
@@ -156,24 +166,27 @@ def tune(
         raise ConfigError(f"only {len(ids)} sentences hold a word of the vocabulary: too few to tune on")
     torch.manual_seed(options.seed)
     rng = np.random.default_rng(options.seed)
-    order = rng.permutation(len(ids) - train_only)
-    n_held = max(1, int(options.held_out * len(order)))
-    held, train = order[:n_held], np.concatenate([order[n_held:], np.arange(len(order), len(ids))])
+    held, train = held_out_split(len(ids), train_only, options.held_out, rng)
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     student = Student(vectors, options.shared_map)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
         with torch.no_grad():
-            start = torch.cat([student(flat, offsets) for flat, offsets, _ in _batches(ids, order, 4096)])
+            start = torch.cat(
+                [
+                    student(flat, offsets)
+                    for flat, offsets, _ in bag_batches(ids, np.arange(len(ids) - train_only), 4096)
+                ]
+            )
         goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
     optimizers = student.optimizers(options.learning_rate)
-    held_batches = _batches(ids, held, 4096)
+    held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
         best = float(np.mean([_loss(student, b, goal, options).item() for b in held_batches]))
     result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
     for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
         losses = []
-        for batch in _batches(ids, rng.permutation(train), options.batch_size):
+        for batch in bag_batches(ids, rng.permutation(train), options.batch_size):
             for optimizer in optimizers:
                 optimizer.zero_grad()
             loss = _loss(student, batch, goal, options)
