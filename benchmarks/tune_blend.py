@@ -2,28 +2,32 @@
 size) trained once, every blend scored on STS.
 
     python benchmarks/tune_blend.py RUN [--set best] [--losses cosine,mse,contrastive,relational]
-        [--learning-rates 1e-3] [--blends 0,0.25,0.5,0.75,1] [--sentences 25000,50000] [--maps on,off]
+        [--learning-rates 1e-3] [--blends 0,0.25,0.5,0.75,1] [--sentences 25000,50000] [--maps on,off] [--soup 0,7]
 
 Trains the export table of a run made with ``--teacher`` (as ``distill tune`` does, nothing written to the
 run), then scores the table moved each blend of the way from the distilled start (0) to the trained one (1)
 as the model2vec export reads sentences: all pairs of STS 2012-2014 (dev, what the defaults are chosen on),
 and the MTEB splits (STS12's test split, STS13-16) with their means. ``--sentences`` trains on seeded samples
 of that many of the run's sentences as well as on all of them: does the model gain from more targets?
-``--maps on,off`` trains with and without the shared map (``distill tune --no-shared-map``).
+``--maps on,off`` trains with and without the shared map (``distill tune --no-shared-map``). ``--soup 0,7``
+trains once per seed instead and also scores the mean of those trained tables (a model soup), each blended
+from the same start.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+from dataclasses import replace
 
+import numpy as np
 from model2vec import StaticModel
 
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
-from distill.tune.train import train_table
+from distill.tune.train import TunedTable, train_table
 
 
 def main() -> None:
@@ -35,29 +39,45 @@ def main() -> None:
     parser.add_argument("--blends", default="0,0.25,0.5,0.75,1")
     parser.add_argument("--sentences", default="all", help="comma-separated counts; all: every sentence")
     parser.add_argument("--maps", default="on", help="on, off or both: train with the shared map or without")
+    parser.add_argument("--soup", default="", help="comma-separated seeds: each trained, then their mean scored")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
     pairs = load_sts()
-    print("| loss | lr | sentences | shared map | best epoch | held-out loss | blend | STS12 (test) | STS13 | STS14 | "
+    print("| loss | lr | shared map | sentences | best epoch | held-out loss | blend | STS12 (test) | STS13 | STS14 | "
           "STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
-    print("|---|---:|---:|---|---:|---|---:|" + "---:|" * 8)
+    print("|---|---:|---|---:|---:|---|---:|" + "---:|" * 8)
     counts = [None if n == "all" else int(n) for n in args.sentences.split(",")]
     maps = [m == "on" for m in args.maps.split(",")]
     rates = map(float, args.learning_rates.split(","))
-    for loss, lr, n, shared in itertools.product(args.losses.split(","), rates, counts, maps):
-        options = TuneOptions(learning_rate=lr, loss=loss, shared_map=shared)
-        table = train_table(run, name, SentenceRecipe(Weighting.SIF), options, sentences=n)
-        history, best = table.result.history, table.result.best_epoch
-        fall = f"{history[0]['held_out']:.4g} -> {history[best]['held_out']:.4g}"
+
+    def report(table: TunedTable, label: str, fall: str) -> None:
         for blend in (float(b) for b in args.blends.split(",")):
             model = StaticModel(table.blended(blend), table.tokenizer, normalize=False)  # as exported
             score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
             years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
-            print(f"| {loss} | {lr:g} | {table.result.sentences:,} | {'on' if shared else 'off'} | {best} | {fall} | "
-                  f"{blend:g} | {years} | "
-                  f"{score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | {score.mean_13_16():.1f} |",
+            print(f"| {label} | {table.result.sentences:,} | {table.result.best_epoch} | {fall} | {blend:g} | "
+                  f"{years} | {score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | {score.mean_13_16():.1f} |",
                   flush=True)  # fmt: skip
+
+    if args.soup:
+        tables = []
+        for seed in (int(s) for s in args.soup.split(",")):
+            tables.append(train_table(run, name, SentenceRecipe(Weighting.SIF), TuneOptions(seed=seed)))
+            report(tables[-1], f"cosine, seed {seed} | 1e-3 | on", "")
+        soup = np.mean([t.result.vectors for t in tables], axis=0)
+        report(
+            replace(tables[0], result=replace(tables[0].result, vectors=soup, best_epoch=0)),
+            f"soup of seeds {args.soup} | 1e-3 | on",
+            "",
+        )
+        return
+    for loss, lr, n, shared in itertools.product(args.losses.split(","), rates, counts, maps):
+        options = TuneOptions(learning_rate=lr, loss=loss, shared_map=shared)
+        table = train_table(run, name, SentenceRecipe(Weighting.SIF), options, sentences=n)
+        history, best = table.result.history, table.result.best_epoch
+        report(table, f"{loss} | {lr:g} | {'on' if shared else 'off'}", f"{history[0]['held_out']:.4g} -> "
+               f"{history[best]['held_out']:.4g}")  # fmt: skip
 
 
 if __name__ == "__main__":
