@@ -28,7 +28,15 @@ from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 from distill.tune.teacher import read_teacher
-from distill.tune.train import Student, TunedTable, TuneResult, bag_batches, export_table, held_out_split
+from distill.tune.train import (
+    Student,
+    TunedTable,
+    TuneResult,
+    bag_batches,
+    batch_loss,
+    export_table,
+    held_out_split,
+)
 
 
 def neighbours(targets: np.ndarray, k: int) -> np.ndarray:
@@ -38,13 +46,6 @@ def neighbours(targets: np.ndarray, k: int) -> np.ndarray:
     index.add(unit)
     _, found = index.search(unit, k + 1)
     return found[:, 1:]
-
-
-def cosine_loss(
-    student: Student, batch: tuple[torch.Tensor, torch.Tensor, np.ndarray], goal: torch.Tensor
-) -> torch.Tensor:
-    flat, offsets, rows = batch
-    return 1 - functional.cosine_similarity(student(flat, offsets), goal[rows], dim=1).mean()
 
 
 def train(
@@ -67,12 +68,12 @@ def train(
     held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(start.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
-        best = float(np.mean([cosine_loss(student, b, goal).item() for b in held_batches]))
+        best = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
     for epoch in range(1, options.epochs + 1):
         for flat, offsets, rows in bag_batches(ids, rng.permutation(train_rows), options.batch_size):
             for optimizer in optimizers:
                 optimizer.zero_grad()
-            loss = cosine_loss(student, (flat, offsets, rows), goal)
+            loss = batch_loss(student, (flat, offsets, rows), goal, options)
             if weight > 0:
                 partners = near[rows, rng.integers(0, near.shape[1], len(rows))]
                 pflat, poffsets, _ = bag_batches(ids, partners, len(partners))[0]
@@ -84,7 +85,7 @@ def train(
             for optimizer in optimizers:
                 optimizer.step()
         with torch.no_grad():
-            held_loss = float(np.mean([cosine_loss(student, b, goal).item() for b in held_batches]))
+            held_loss = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
         print(f"  pair weight {weight:g}, epoch {epoch}: held-out cosine loss {held_loss:.4f}", file=sys.stderr)
         if held_loss < best:
             best, result.best_epoch = held_loss, epoch

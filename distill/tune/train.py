@@ -122,7 +122,7 @@ class Student(torch.nn.Module):
         return out
 
 
-def _loss(
+def batch_loss(
     model: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
     targets: torch.Tensor,
@@ -182,20 +182,20 @@ def tune(
     held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
     with torch.no_grad():
-        best = float(np.mean([_loss(student, b, goal, options).item() for b in held_batches]))
+        best = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
     result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
     for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
         losses = []
         for batch in bag_batches(ids, rng.permutation(train), options.batch_size):
             for optimizer in optimizers:
                 optimizer.zero_grad()
-            loss = _loss(student, batch, goal, options)
+            loss = batch_loss(student, batch, goal, options)
             loss.backward()
             for optimizer in optimizers:
                 optimizer.step()
             losses.append(loss.item())
         with torch.no_grad():
-            held_loss = float(np.mean([_loss(student, b, goal, options).item() for b in held_batches]))
+            held_loss = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
         result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
         logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
         if held_loss < best:

@@ -8,7 +8,7 @@ import torch
 
 from distill.errors import ConfigError
 from distill.tune.options import LOSSES, TuneOptions
-from distill.tune.train import _loss, bag_batches, tune
+from distill.tune.train import bag_batches, batch_loss, tune
 
 
 def _problem(seed: int = 0, n_rows: int = 40, dim: int = 8, n_sentences: int = 300):
@@ -31,7 +31,7 @@ def test_each_loss_is_its_formula(loss):
     bag = torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(start), mode="mean")
     [batch] = bag_batches(ids, np.arange(12), 12)
     options = TuneOptions(loss=loss, temperature=0.1)
-    got = _loss(bag, batch, torch.from_numpy(targets), options).item()
+    got = batch_loss(bag, batch, torch.from_numpy(targets), options).item()
     s, t = np.stack([start[i].mean(axis=0) for i in ids[:12]]), targets[:12]
     if loss == "cosine":
         want = 1 - np.mean(np.sum(_unit(s) * _unit(t), axis=1))
