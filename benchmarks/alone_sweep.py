@@ -35,14 +35,6 @@ def scores(words: list[str], matrix: np.ndarray, sets: list[SimilarityDataset], 
     return [100 * evaluate_similarity(kv, s, "paper", lowercase).score for s in sets]
 
 
-def sentence_embeddings(source: str, texts: list[str]) -> np.ndarray:
-    """The model's own sentence embedding of each text (sentence-transformers: the prompt's tokens pooled too)."""
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(source, device="cpu")
-    return np.asarray(model.encode(texts, batch_size=256, normalize_embeddings=True, show_progress_bar=False))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm")
@@ -65,6 +57,11 @@ def main() -> None:
     fold = str.lower if lowercase else str
     words = sorted({fold(w) for s in sets for pair in s.pairs for w in pair})
     top = best_layers(n_layers).resolve(n_layers)
+    embedder = None
+    if args.sentence_embedding:  # the model's own sentence embedding of the prompt (every token pooled)
+        from sentence_transformers import SentenceTransformer
+
+        embedder = SentenceTransformer(str(source), device="cpu")
     print(f"{args.model}: {len(words):,} words, layers 0-{n_layers}, best = {'-'.join(map(str, top[:: len(top) - 1]))}")
     print("| template | layer | " + " | ".join(names) + " | dev mean |")
     print("|---|---|" + "---:|" * (len(names) + 1))
@@ -75,8 +72,9 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         rows = [(str(layer), states[layer]) for layer in layers]
         rows.append(("best", combine([states[layer] for layer in top])))
-        if args.sentence_embedding:
-            rows.append(("sentence embedding", sentence_embeddings(source, [template.fill(w)[0] for w in words])))
+        if embedder is not None:
+            prompts = [template.fill(w)[0] for w in words]
+            rows.append(("sentence embedding", embedder.encode(prompts, batch_size=256, normalize_embeddings=True)))
         for label, matrix in rows:
             values = scores(words, matrix, sets, lowercase)
             dev = float(np.mean(values[: len(DEV)]))
