@@ -170,13 +170,9 @@ def tune(
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
     student = Student(vectors, options.shared_map)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
+        corpus = bag_batches(ids, np.arange(len(ids) - train_only), 4096)  # the sentences, not the bags
         with torch.no_grad():
-            start = torch.cat(
-                [
-                    student(flat, offsets)
-                    for flat, offsets, _ in bag_batches(ids, np.arange(len(ids) - train_only), 4096)
-                ]
-            )
+            start = torch.cat([student(flat, offsets) for flat, offsets, _ in corpus])
         goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
     optimizers = student.optimizers(options.learning_rate)
     held_batches = bag_batches(ids, held, 4096)
