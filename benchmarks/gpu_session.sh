@@ -7,6 +7,8 @@
 #   bash benchmarks/gpu_session.sh 2        # device call 2 within 30 s of the first, carry .gpu2 (about 65 MB)
 #   bash benchmarks/gpu_session.sh host     # one device call, carry .whl and .gpu: where the host's time goes
 #   bash benchmarks/gpu_session.sh all      # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz
+#   bash benchmarks/gpu_session.sh bin      # one device call, the same carry: --formats bin, .gpu/old against this one
+#   bash benchmarks/gpu_session.sh spy      # one device call, the same carry: the sample with --formats bin under py-spy
 #
 # Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
 # layer with the code in .gpu/old (the commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x
@@ -24,7 +26,7 @@
 # with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1, 2 or host"}
+part=${1:?"which part: 1, 2, host, all, bin or spy"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -50,6 +52,27 @@ setup() {  # the wheels, the STS corpus and the random BERT-base, from what part
     (nvidia-smi || true; python3 -c "import torch; print(torch.__version__, torch.cuda.is_available())") > "$out/device.log" 2>&1
     step build python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
 from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/bert-base-random'))"
+}
+
+sample() {  # the 12M-word Gutenberg sample into $work, and what the machine has
+    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu2/gutenberg_en_sample.txt.xz'), \
+    open('$work/gutenberg.txt', 'wb'))" || exit 2
+    [ "$lines" -gt 0 ] && head -n "$lines" "$work/gutenberg.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/gutenberg.txt"
+    (free -g; df -h "$work"; cat /proc/sys/vm/dirty_ratio /proc/sys/vm/dirty_background_ratio; nproc) >> "$out/device.log" 2>&1
+}
+
+gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [OPTION...]: the run of every layer on CORPUS, its manifest kept;
+    local name=$1 path=$2 corpus=$3  # $prefix (py-spy) goes before the command when set
+    shift 3
+    rm -rf "$work/run" && sync
+    pushd "$work" > /dev/null || exit 2  # not the checkout: python -m puts the working folder first on the path
+    PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
+    PYTHONPATH="$site:$path" step "$name" ${prefix[@]+"${prefix[@]}"} python3 -m distill run \
+        --model "$work/bert-base-random" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
+        --layers all --pooling mean --device "$device" --no-progress --out "$work/run" -v "$@"
+    popd > /dev/null || exit 2
+    python3 -c "import json; m = json.load(open('$work/run/manifest.json')); \
+print('$name', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> "$out/manifests.log" 2>&1
 }
 
 if [ "$part" = host ]; then
@@ -95,23 +118,7 @@ elif [ "$part" = all ]; then
     setup
     step build-minilm python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; \
 from gpu_check import build_model; build_model('.gpu/tokenizer', Path('$work/minilm-random'), '.gpu/minilm-config.json')"
-    python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.gpu2/gutenberg_en_sample.txt.xz'), \
-open('$work/gutenberg.txt', 'wb'))" || exit 2
-    [ "$lines" -gt 0 ] && head -n "$lines" "$work/gutenberg.txt" > "$work/g.txt" && mv "$work/g.txt" "$work/gutenberg.txt"
-    (free -g; df -h "$work"; cat /proc/sys/vm/dirty_ratio /proc/sys/vm/dirty_background_ratio; nproc) >> "$out/device.log" 2>&1
-    gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [OPTION...]: the run of every layer on CORPUS, its manifest kept;
-        local name=$1 path=$2 corpus=$3  # $prefix (py-spy) goes before the command when set
-        shift 3
-        rm -rf "$work/run" && sync
-        pushd "$work" > /dev/null || exit 2  # not the checkout: python -m puts the working folder first on the path
-        PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
-        PYTHONPATH="$site:$path" step "$name" ${prefix[@]+"${prefix[@]}"} python3 -m distill run \
-            --model "$work/bert-base-random" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
-            --layers all --pooling mean --device "$device" --no-progress --out "$work/run" -v "$@"
-        popd > /dev/null || exit 2
-        python3 -c "import json; m = json.load(open('$work/run/manifest.json')); \
-print('$name', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> "$out/manifests.log" 2>&1
-    }
+    sample
     prefix=()
     [ -d .gpu/old/distill ] && gutenberg gutenberg-old "$PWD/.gpu/old" "$work/gutenberg.txt"
     gutenberg gutenberg-new "$PWD" "$work/gutenberg.txt"
@@ -130,7 +137,22 @@ print('$name', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> 
         prefix=("$site/bin/py-spy" record --nonblocking -t -r 20 -f raw -o "$out/gutenberg-2m-spy.txt" --)
         gutenberg gutenberg-2m-spy "$PWD" "$work/g2m.txt"
     fi
+elif [ "$part" = bin ]; then
+    setup
+    sample
+    prefix=()
+    [ -d .gpu/old/distill ] && gutenberg gutenberg-old-bin "$PWD/.gpu/old" "$work/gutenberg.txt" --formats bin
+    gutenberg gutenberg-new-bin "$PWD" "$work/gutenberg.txt" --formats bin
+    gutenberg gutenberg-new "$PWD" "$work/gutenberg.txt"
+elif [ "$part" = spy ]; then
+    setup
+    sample
+    prefix=("$site/bin/py-spy" record --nonblocking --idle -t -r 50 -f raw -o "$out/gutenberg-bin-spy.txt" --)
+    gutenberg gutenberg-bin-spy "$PWD" "$work/gutenberg.txt" --formats bin
+    prefix=()
+    gutenberg gutenberg-bin "$PWD" "$work/gutenberg.txt" --formats bin
+    python3 benchmarks/spy_summary.py "$out/gutenberg-bin-spy.txt" > "$out/spy-summary.log" 2>&1
 else
-    echo "part must be 1, 2, host or all" >&2
+    echo "part must be 1, 2, host, all, bin or spy" >&2
     exit 2
 fi

@@ -108,3 +108,24 @@ def test_run_folders_expand_to_their_layer_files_with_provenance(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="holds no layerL.P.txt"):
         expand_paths([tmp_path / "empty"])
+
+
+def test_binary_and_text_files_match_gensims_writer(tmp_path):
+    """Our writers, byte for byte gensim's binary file and, read back, its text file: words in gensim's order
+    (descending count, ties in index order) with non-ASCII words and a count out of order."""
+    from gensim.models import KeyedVectors
+
+    rng = np.random.default_rng(3)
+    kv = KeyedVectors(vector_size=5)
+    kv.add_vectors(["café", "naïve", "the", "king", "東京"], rng.standard_normal((5, 5)).astype(np.float32))
+    kv.allocate_vecattrs(["count"], [np.int64])
+    kv.expandos["count"][:] = [1, 5, 5, 2, 9]
+    for binary in (True, False):
+        ours = write_word2vec(kv, tmp_path / f"ours.{binary}", binary=binary)
+        kv.save_word2vec_format(str(tmp_path / f"gensim.{binary}"), binary=binary)
+        theirs = tmp_path / f"gensim.{binary}"
+        if binary:
+            assert ours.read_bytes() == theirs.read_bytes()
+        a, b = (KeyedVectors.load_word2vec_format(str(p), binary=binary) for p in (ours, theirs))
+        assert a.index_to_key == b.index_to_key == ["東京", "naïve", "the", "king", "café"]
+        np.testing.assert_array_equal(a.vectors, b.vectors)
