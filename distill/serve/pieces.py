@@ -30,12 +30,19 @@ class PieceSums:
     layers: tuple[int, ...]
     n_pieces: int
     dim: int
-    sums: dict[int, torch.Tensor] = field(init=False)
-    counts: torch.Tensor = field(init=False)
+    sums: dict[int, torch.Tensor] = field(init=False, default_factory=dict)
+    counts: torch.Tensor = field(init=False, default_factory=lambda: torch.zeros(0, dtype=torch.int64))
 
-    def __post_init__(self) -> None:
-        self.sums = {layer: torch.zeros(self.n_pieces, self.dim, dtype=torch.float64) for layer in self.layers}
-        self.counts = torch.zeros(self.n_pieces, dtype=torch.int64)
+    def _on(self, device: torch.device) -> None:
+        """The sums on ``device``: made there at the first batch (for a GPU run, never on the host: they are
+        n_pieces x d float64 per layer, 2.4 GB for BERT-base's 13), moved there after a resume."""
+        if len(self.sums) != len(self.layers):
+            self.counts = torch.zeros(self.n_pieces, dtype=torch.int64, device=device)
+            self.sums = {layer: torch.zeros(self.n_pieces, self.dim, dtype=torch.float64, device=device)
+                         for layer in self.layers}  # fmt: skip
+        elif self.counts.device != device:
+            self.counts = self.counts.to(device)
+            self.sums = {layer: sums.to(device) for layer, sums in self.sums.items()}
 
     def observe(
         self,
@@ -50,9 +57,7 @@ class PieceSums:
         are picked on the host (``ids`` and the masks are host tensors), so that the device is never asked how
         many there are: a boolean index on a GPU tensor would wait for it, once per layer."""
         device = hidden[0].device
-        if self.counts.device != device:
-            self.counts = self.counts.to(device)
-            self.sums = {layer: sums.to(device) for layer, sums in self.sums.items()}
+        self._on(device)
         mask = (fresh if fresh is not None else content).flatten().cpu()
         where = torch.nonzero(mask).squeeze(1)
         token_ids = ids.flatten().cpu()[where]
@@ -65,6 +70,7 @@ class PieceSums:
             self.sums[layer].index_add_(0, token_ids, hidden[layer].flatten(0, 1).index_select(0, where).double())
 
     def state(self) -> dict[str, np.ndarray]:
+        self._on(self.counts.device)
         return {"counts": self.counts.cpu().numpy(),
                 **{f"sums{layer}": self.sums[layer].cpu().numpy() for layer in self.layers}}  # fmt: skip
 
@@ -74,10 +80,12 @@ class PieceSums:
 
     def vectors(self, layer: int) -> np.ndarray:
         """(n_pieces, d) float32 means; zero for pieces never seen."""
+        self._on(self.counts.device)
         counts = self.counts.clamp(min=1).double()[:, None]
         return (self.sums[layer] / counts).float().cpu().numpy()
 
     def write(self, out: Path) -> list[Path]:
+        self._on(self.counts.device)
         counts = self.counts.cpu().numpy()
         return [write_pieces(out / pieces_name(layer), self.vectors(layer), counts) for layer in self.layers]
 
