@@ -34,8 +34,8 @@ class PieceSums:
     counts: torch.Tensor = field(init=False, default_factory=lambda: torch.zeros(0, dtype=torch.int64))
 
     def _on(self, device: torch.device) -> None:
-        """The sums on ``device``: made there at the first batch (for a GPU run, never on the host: they are
-        n_pieces x d float64 per layer, 2.4 GB for BERT-base's 13), moved there after a resume."""
+        """The sums on ``device``: made there at the first batch (a GPU run never holds its n_pieces x d float64
+        sums per layer on the host), moved there after a resume."""
         if len(self.sums) != len(self.layers):
             self.counts = torch.zeros(self.n_pieces, dtype=torch.int64, device=device)
             self.sums = {layer: torch.zeros(self.n_pieces, self.dim, dtype=torch.float64, device=device)
