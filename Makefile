@@ -14,6 +14,8 @@ BASELINE ?=
 DATA ?= $(or $(DISTILL_DATA),../shared/data)
 MODELS ?= $(or $(DISTILL_MODELS),../shared/models)
 WORDS ?= 2000000
+# pytest processes for `make test`: most of a test's time is a subprocess importing torch on one core
+TEST_WORKERS ?= 2
 
 .PHONY: install distill distill-large model evaluate table analyze gutenberg sts-quarter smollm2-weights mpnet-weights test test-all lint bench wheel wheel-check gpu-carry clean
 
@@ -106,10 +108,10 @@ outputs/corpora/gutenberg-%m.txt:
 		$(DATA)/corpus/gutenberg/gutenberg_en_sample.txt > $@.tmp && mv $@.tmp $@
 
 test: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 test-all: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 # The wheel, with the benchmark files whose licences allow it (scripts/ship_benchmarks.py), in dist/
 wheel: install
