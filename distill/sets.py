@@ -19,7 +19,7 @@ from distill.encoders import Encoder
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
 from distill.encoding.driver import EncodePass
-from distill.encoding.workers import usable_cores
+from distill.encoding.workers import writer_threads
 from distill.errors import ConfigError
 from distill.names import VOCAB, set_files, set_name
 from distill.occurrences import SamplePlan
@@ -113,9 +113,7 @@ def reduce_and_write(
     result = Reduced([w for w, k in zip(vocab.words, keep) if k], vocab.counts[keep], keep, filled)
     alone = _words_alone(plan, encoder, vocab, result)
     run, written = RunDir(plan.out), set(plan.sets)
-    # sets are written while the next is reduced; numpy formats text and files are written without the GIL,
-    # so a many-core machine (a GPU's host) writes several at once; a 2-core one keeps a core for the reduction
-    writer = ThreadPoolExecutor(max_workers=max(1, min(8, usable_cores() // 2)))
+    writer = ThreadPoolExecutor(max_workers=writer_threads())  # sets are written while the next is reduced
     pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
     result.files.append(VOCAB)
     try:

@@ -62,6 +62,13 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def writer_threads() -> int:
+    """Threads that write a run's files while the next is computed: numpy formats and the files are written
+    without the GIL, so a many-core machine (a GPU's host) writes several at once; half the cores, at most 8, so
+    that a 2-core one keeps a core for the work."""
+    return max(1, min(8, usable_cores() // 2))
+
+
 def sort_prepared(model: Tokenizing, jobs: list[SentenceJob], stride: int) -> tuple[list[PreparedWindow], EncodeStats]:
     """One chunk's windows, aligned and sorted by length, and what preparing it counted."""
     counts = EncodeStats()

@@ -9,6 +9,7 @@ pieces found with the model's tokenizer and character offsets, as in the distill
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from distill.encoding.workers import writer_threads
 from distill.errors import ConfigError
 from distill.files import atomic_path, member, read_npz
 from distill.names import layer_set, pieces_name, tuned_pieces_name
@@ -85,9 +87,15 @@ class PieceSums:
         return (self.sums[layer] / counts).float().cpu().numpy()
 
     def write(self, out: Path) -> list[Path]:
+        """Each layer's file, several at once where the machine has the cores."""
         self._on(self.counts.device)
         counts = self.counts.cpu().numpy()
-        return [write_pieces(out / pieces_name(layer), self.vectors(layer), counts) for layer in self.layers]
+
+        def write_layer(layer: int) -> Path:
+            return write_pieces(out / pieces_name(layer), self.vectors(layer), counts)
+
+        with ThreadPoolExecutor(max_workers=writer_threads()) as pool:
+            return list(pool.map(write_layer, self.layers))
 
 
 def write_pieces(path: Path, vectors: np.ndarray, counts: np.ndarray, scaled: bool = False) -> Path:

@@ -37,3 +37,18 @@ def test_piece_means_match_a_hand_computation_and_survive_a_resume():
         expected /= np.maximum(counts, 1)[:, None]
         np.testing.assert_allclose(whole.vectors(layer), expected, rtol=1e-6, atol=1e-7)
         np.testing.assert_array_equal(resumed.vectors(layer), whole.vectors(layer))
+
+
+def test_each_layers_file_is_written_on_its_own_thread_with_the_same_vectors(tmp_path, monkeypatch):
+    from distill.serve import pieces
+
+    rng = np.random.default_rng(1)
+    sums = PieceSums((0, 1, 2), 7, 3)
+    sums.observe(*_batch(rng))
+    monkeypatch.setattr(pieces, "writer_threads", lambda: 3)  # a many-core host's writers, on any machine
+    paths = sums.write(tmp_path)
+    assert [p.name for p in paths] == ["layer0.pieces.npz", "layer1.pieces.npz", "layer2.pieces.npz"]
+    for layer, path in zip((0, 1, 2), paths):
+        vectors, counts, _ = pieces.read_pieces(path, 7)
+        np.testing.assert_array_equal(vectors, sums.vectors(layer))
+        np.testing.assert_array_equal(counts, sums.counts.numpy())
