@@ -35,6 +35,7 @@ from distill.tune.train import (
     bag_batches,
     batch_loss,
     export_table,
+    held_out_loss,
     held_out_split,
 )
 
@@ -67,8 +68,7 @@ def train(
     optimizers = student.optimizers(options.learning_rate)
     held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(start.astype(np.float32).copy(), sentences=len(ids))
-    with torch.no_grad():
-        best = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
+    best = held_out_loss(student, held_batches, goal, options)
     for epoch in range(1, options.epochs + 1):
         for flat, offsets, rows in bag_batches(ids, rng.permutation(train_rows), options.batch_size):
             for optimizer in optimizers:
@@ -84,8 +84,7 @@ def train(
             loss.backward()
             for optimizer in optimizers:
                 optimizer.step()
-        with torch.no_grad():
-            held_loss = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
+        held_loss = held_out_loss(student, held_batches, goal, options)
         print(f"  pair weight {weight:g}, epoch {epoch}: held-out cosine loss {held_loss:.4f}", file=sys.stderr)
         if held_loss < best:
             best, result.best_epoch = held_loss, epoch

@@ -146,6 +146,17 @@ def batch_loss(
     return ((student @ student.T - teacher @ teacher.T) ** 2).mean()
 
 
+def held_out_loss(
+    model: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    batches: list[tuple[torch.Tensor, torch.Tensor, np.ndarray]],
+    targets: torch.Tensor,
+    options: TuneOptions,
+) -> float:
+    """The mean of ``batch_loss`` over the held-out ``batches``, without gradients: what tuning stops on."""
+    with torch.no_grad():
+        return float(np.mean([batch_loss(model, b, targets, options).item() for b in batches]))
+
+
 def tune(
     vectors: np.ndarray,
     ids: list[np.ndarray],
@@ -177,8 +188,7 @@ def tune(
     optimizers = student.optimizers(options.learning_rate)
     held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
-    with torch.no_grad():
-        best = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
+    best = held_out_loss(student, held_batches, goal, options)
     result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
     for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
         losses = []
@@ -190,8 +200,7 @@ def tune(
             for optimizer in optimizers:
                 optimizer.step()
             losses.append(loss.item())
-        with torch.no_grad():
-            held_loss = float(np.mean([batch_loss(student, b, goal, options).item() for b in held_batches]))
+        held_loss = held_out_loss(student, held_batches, goal, options)
         result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
         logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
         if held_loss < best:
