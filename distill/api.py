@@ -188,7 +188,8 @@ def export(
         pooling: with ``layer``: ``pc`` or ``mean``.
         out: the folder written (default: the run's ``export/``); with one folder format, that folder itself.
         dtype: numbers stored: ``float32``, ``float16`` or ``int8`` (with a float32 scale).
-        scale: int8 scale per ``vector`` or per ``dimension``.
+        scale: int8 scale per ``vector``, per ``dimension`` or for the whole ``table`` (a model2vec folder
+            always keeps model2vec's own int8: one scale for its table).
         dims: PCA of the vocabulary to this many dimensions.
         top_words: keep only the N most frequent words.
         weighting: the sentence models' word weights: ``auto`` (the set's own for a tuned set, else SIF),

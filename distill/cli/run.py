@@ -111,7 +111,13 @@ def export(
     dtype: Annotated[
         str, typer.Option(help="Numbers stored: float32, float16 or int8 (int8 keeps a float32 scale).")
     ] = DType.FLOAT32.value,
-    int8_scale: Annotated[Scale, typer.Option(help="int8 scale per vector or per dimension.")] = Scale.VECTOR,
+    int8_scale: Annotated[
+        Scale,
+        typer.Option(
+            help="int8 scale per vector, per dimension or for the whole table (a model2vec folder keeps "
+            "model2vec's own int8: one scale for its table)."
+        ),
+    ] = Scale.VECTOR,
     dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
     top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
     weighting: Annotated[
@@ -272,7 +278,7 @@ def model(
     teacher_model: Annotated[str, typer.Option("--model", help="The teacher, as for distill run.")] = DEFAULT_MODEL,
     tune_epochs: Annotated[int, typer.Option(min=0, help="Tuning epochs at most (0: no tuning).")] = 30,
     dtype: Annotated[
-        str, typer.Option(help="Numbers the model2vec folder stores: float32, float16 or int8 (a scale per token).")
+        str, typer.Option(help="Numbers the model2vec folder stores: float32, float16 or int8 (one scale for all).")
     ] = DType.FLOAT32.value,
     dims: Annotated[Optional[int], typer.Option(min=1, help="PCA of the vocabulary to this many dimensions.")] = None,
     top_words: Annotated[Optional[int], typer.Option(min=1, help="Keep only the N most frequent words.")] = None,

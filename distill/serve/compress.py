@@ -1,8 +1,8 @@
 """Make vectors smaller for serving: keep the most frequent words, PCA to fewer dimensions, float16 or int8.
 
-int8 stores ``round(v / scale)`` with one scale per vector (``max |v_i| / 127``) or per dimension
-(``max |v_:j| / 127``); :func:`dequantize` gives floats back with an error of at most ``scale / 2`` per
-component.
+int8 stores ``round(v / scale)`` with one scale per vector (``max |v_i| / 127``), per dimension
+(``max |v_:j| / 127``) or for the whole table (model2vec's own int8); :func:`dequantize` gives floats back with
+an error of at most ``scale / 2`` per component.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from distill.errors import ConfigError
 class Scale(str, Enum):
     VECTOR = "vector"  # one scale per word
     DIMENSION = "dimension"  # one scale per dimension
+    TABLE = "table"  # one scale for every number, as model2vec quantizes
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Quantized:
     """Stored numbers and how to read them back as float32."""
 
     values: np.ndarray  # (n, d) float32 / float16 / int8
-    scale: np.ndarray | None = None  # int8 only: (n, 1) per vector or (1, d) per dimension
+    scale: np.ndarray | None = None  # int8 only: (n, 1) per vector, (1, d) per dimension, (1, 1) per table
 
     def dequantize(self) -> np.ndarray:
         values = self.values.astype(np.float32)
@@ -38,7 +39,7 @@ class Quantized:
 
 
 def quantize(vectors: np.ndarray, dtype: DType | str = DType.FLOAT32, scale: Scale | str = Scale.VECTOR) -> Quantized:
-    """``vectors`` (n, d) in ``dtype``; int8 with a float32 scale per vector or per dimension."""
+    """``vectors`` (n, d) in ``dtype``; int8 with a float32 scale per vector, per dimension or per table."""
     dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
     x = np.asarray(vectors, dtype=np.float32)
     if dtype is DType.FLOAT32:
@@ -47,7 +48,7 @@ def quantize(vectors: np.ndarray, dtype: DType | str = DType.FLOAT32, scale: Sca
         if np.abs(x).max(initial=0.0) > np.finfo(np.float16).max:
             raise ConfigError("vectors exceed the float16 range; use float32 or int8")
         return Quantized(x.astype(np.float16))
-    axis = 1 if scale is Scale.VECTOR else 0
+    axis = {Scale.VECTOR: 1, Scale.DIMENSION: 0, Scale.TABLE: None}[scale]
     s = np.abs(x).max(axis=axis, keepdims=True) / 127.0
     s = np.where(s == 0, 1.0, s).astype(np.float32)
     return Quantized(np.clip(np.rint(x / s), -127, 127).astype(np.int8), s)

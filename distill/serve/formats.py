@@ -276,10 +276,10 @@ def static_model(
     return _static_model(*token_table(words, values, lowercase, pieces), base_model)
 
 
-def _static_model(tokenizer: Any, rows: np.ndarray, base_model: str | None, weights: np.ndarray | None = None) -> Any:
-    """model2vec's ``StaticModel`` of a token table (float, or int8 with per-token ``weights``)."""
+def _static_model(tokenizer: Any, rows: np.ndarray, base_model: str | None) -> Any:
+    """model2vec's ``StaticModel`` of a token table."""
     StaticModel = require("model2vec", "export", "the model2vec format").StaticModel
-    return StaticModel(rows, tokenizer, normalize=False, base_model_name=base_model, weights=weights, max_length=None)
+    return StaticModel(rows, tokenizer, normalize=False, base_model_name=base_model, max_length=None)
 
 
 @contextlib.contextmanager
@@ -297,7 +297,8 @@ def _weights_written(path: Path) -> Iterator[None]:
 
 def write_model2vec(
     words: Sequence[str],
-    q: Quantized,
+    vectors: np.ndarray,
+    dtype: DType,
     lowercase: bool,
     path: Path,
     base_model: str,
@@ -305,20 +306,16 @@ def write_model2vec(
     pieces: Any = None,
     card: str | None = None,
 ) -> Path:
-    """A model2vec ``StaticModel`` folder (``card``: its README.md, in place of model2vec's generic one).
-    With piece vectors of a WordPiece model, unknown words get their pieces' vectors, as in the
-    sentence-transformers export; otherwise they add nothing. int8 (one scale per vector) is stored as the
-    whole token table, words and pieces, in int8 with one scale per token as model2vec's weights."""
-    if q.scale is not None and q.scale.shape[0] == 1 and q.values.shape[0] > 1:
-        raise ConfigError("model2vec keeps one weight per token: export int8 with --int8-scale vector")
-    if q.scale is None:
-        model = static_model(words, q.values, lowercase, pieces, base_model)
-    else:
-        tokenizer, rows = token_table(words, q.dequantize(), lowercase, pieces)
-        table = quantize(rows, DType.INT8, Scale.VECTOR)
-        assert table.scale is not None  # int8 always has its scales
-        weights = table.scale[:, 0] * np.any(rows, axis=1)  # [UNK] weighs nothing
-        model = _static_model(tokenizer, table.values, base_model, weights.astype(np.float32))
+    """A model2vec ``StaticModel`` folder of float ``vectors`` stored in ``dtype`` (``card``: its README.md,
+    in place of model2vec's generic one). With piece vectors of a WordPiece model, unknown words get their
+    pieces' vectors, as in the sentence-transformers export; otherwise they add nothing. int8 is model2vec's
+    own: the whole token table, words and pieces, with one scale for the table (``export.json`` keeps it), so
+    model2vec encodes it on its fast path; its sentence vectors are then the float ones divided by that scale."""
+    tokenizer, rows = token_table(words, vectors, lowercase, pieces)
+    stored = quantize(rows, dtype, Scale.TABLE)
+    if stored.scale is not None:
+        info = {**info, "int8_scale": Scale.TABLE.value, "int8_table_scale": float(stored.scale[0, 0])}
+    model = _static_model(tokenizer, stored.values, base_model)
     with atomic_dir(path) as tmp, _weights_written(path):
         model.save_pretrained(tmp)
         _finish(tmp, info, card)
@@ -390,7 +387,9 @@ def read_npy(path: str | Path) -> Any:
 def write_format(
     fmt: Format,
     words: Sequence[str],
-    q: Quantized,
+    vectors: np.ndarray,
+    dtype: DType,
+    scale: Scale,
     counts: np.ndarray | None,
     out: Path,
     stem: str,
@@ -401,18 +400,20 @@ def write_format(
     target: Path | None = None,
     card: Callable[[Format, Path], str] | None = None,
 ) -> list[Path]:
-    """Write one format into ``out`` as ``<stem>.<format>`` (or a folder format as ``target`` itself);
-    returns the paths written (``pieces``: OOV fallback of the sentence exports; ``card``: the README.md of
-    a model2vec or sentence-transformers folder, given the format and the folder)."""
+    """Write float ``vectors`` stored in ``dtype`` (int8: one ``scale`` per vector, dimension or table) in
+    one format into ``out`` as ``<stem>.<format>`` (or a folder format as ``target`` itself); returns the
+    paths written (``pieces``: OOV fallback of the sentence exports; ``card``: the README.md of a model2vec or
+    sentence-transformers folder, given the format and the folder)."""
+    if fmt is Format.MODEL2VEC:
+        path = target or out / f"{stem}.model2vec"
+        text = card(fmt, path) if card else None
+        return [write_model2vec(words, vectors, dtype, lowercase, path, base_model, info, pieces, text)]
+    q = quantize(vectors, dtype, scale)
     if fmt is Format.WORD2VEC:
         kv = to_keyed_vectors(list(words), q.dequantize(), counts)
         return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
     if fmt is Format.KV:
         return [write_kv(words, q, counts, out / f"{stem}.kv")]
-    if fmt is Format.MODEL2VEC:
-        path = target or out / f"{stem}.model2vec"
-        text = card(fmt, path) if card else None
-        return [write_model2vec(words, q, lowercase, path, base_model, info, pieces, text)]
     if fmt is Format.SENTENCE_TRANSFORMERS:
         path = target or out / f"{stem}.st"
         text = card(fmt, path) if card else None

@@ -38,7 +38,12 @@ def run_dir(tmp_path_factory, tiny_bert_dir):
 
 def test_int8_and_float16_stay_within_their_error_bounds(rng):
     x = rng.standard_normal((50, 16)).astype(np.float32) * rng.uniform(0.1, 10, (50, 1)).astype(np.float32)
-    for scale, bound in (("vector", np.abs(x).max(axis=1, keepdims=True)), ("dimension", np.abs(x).max(axis=0))):
+    bounds = {
+        "vector": np.abs(x).max(axis=1, keepdims=True),
+        "dimension": np.abs(x).max(axis=0),
+        "table": np.abs(x).max(),
+    }
+    for scale, bound in bounds.items():
         q = quantize(x, "int8", scale)
         assert q.values.dtype == np.int8 and q.nbytes < x.nbytes / 3
         assert np.all(np.abs(q.dequantize() - x) <= bound / 127 / 2 + 1e-6)
@@ -95,8 +100,14 @@ def test_compressed_exports_read_back_close_to_the_originals(run_dir, tmp_path):
     assert np.all(np.abs(small.vectors - kv.vectors[:20]) <= bound)
     from model2vec import StaticModel
 
-    m2v = StaticModel.from_pretrained(str(written["layer1.pc.top20.int8.model2vec"]))
-    np.testing.assert_allclose(m2v.encode([kv.index_to_key[5]])[0], small.vectors[5], atol=1e-6)
+    folder = written["layer1.pc.top20.int8.model2vec"]
+    m2v = StaticModel.from_pretrained(str(folder))
+    assert m2v.embedding.dtype == np.int8 and m2v.weights is None  # model2vec's own int8: its fast path
+    table_scale = json.loads((folder / "export.json").read_text())["int8_table_scale"]
+    assert table_scale == pytest.approx(np.abs(kv.vectors[:20]).max() / 127, rel=1e-6)  # no pieces in this run
+    for i in (0, 5, 19):
+        read = m2v.encode([kv.index_to_key[i]])[0] * table_scale
+        np.testing.assert_array_less(np.abs(read - kv.vectors[i]), table_scale / 2 + 1e-6)
     reduced = export_run(run_dir, formats=[Format.NPY], out=tmp_path / "d4", dims=4)
     assert reduced[0][0] == tmp_path / "d4"  # one folder format: --out is the folder itself
     assert read_npy(tmp_path / "d4").vector_size == 4
@@ -104,8 +115,6 @@ def test_compressed_exports_read_back_close_to_the_originals(run_dir, tmp_path):
         export_run(run_dir, formats=[Format.NPY], out=tmp_path)  # never replaces a folder of the user's
     with pytest.raises(ConfigError, match="unknown format 'onnx'"):
         parse_formats("kv,onnx")
-    with pytest.raises(ConfigError, match="model2vec keeps one weight per token"):
-        export_run(run_dir, formats=[Format.MODEL2VEC], out=tmp_path / "m", dtype="int8", scale="dimension")
 
 
 def test_index_kinds_against_exact_search(rng):
