@@ -37,15 +37,17 @@ distill: install
 # tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at ALONE_WEIGHT
 # in the recommended set, which also holds the 320k most frequent English words (wordfreq) read alone;
 # bfloat16 where the CPU has AMX (same scores, RESULTS.md). Layers 4-6 and W 0.15 (MiniLM); MPNet: its upper third,
-# 8-12, and W 0.5 (its prompted readings are better: RESULTS.md, issue 34)
+# 8-12, and W 0.5 (its prompted readings are better: RESULTS.md, issue 34); SmolLM2, a causal LM: 8-10, the layers
+# its recommended set takes, and W 1
 # LARGE_BLEND: the recommended set is then tuned toward the teacher's embeddings of the run's sentences and of
 # 50,000 bags of frequent words, keeping that share of the change, and the tuned set is recommended: similarity
 # rises and the analogies barely fall (RESULTS.md, issue 34). Measured for MiniLM; MPNet's set stays untuned
-# (LARGE_BLEND empty) until its whole-sample run is measured with the teacher.
-LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,4-6)
-ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,0.15)
+# (LARGE_BLEND empty) until its whole-sample run is measured with the teacher; a causal LM has no sentence
+# embedding to tune toward.
+LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,$(if $(filter smollm2,$(MODEL)),8-10,4-6))
+ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,$(if $(filter smollm2,$(MODEL)),1,0.15))
 LANGUAGE_WORDS ?= 320000
-LARGE_BLEND ?= $(if $(filter mpnet,$(MODEL)),,0.25)
+LARGE_BLEND ?= $(if $(filter mpnet smollm2,$(MODEL)),,0.25)
 LARGE_OUT = $(or $(OUT),outputs/$(MODEL)-gutenberg)
 AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install

@@ -5,9 +5,9 @@
 Each word of SimLex-999, MEN and WS353 (and its sim/rel halves) is read alone by the model inside each
 template (only the word's own pieces pooled, as ``--alone-template`` does), in every layer; every pair is
 scored (Spearman x100), one row per template and layer, plus the recommended set's layers combined
-(``best``: unit vectors of the upper third averaged, as ``--best`` combines them). ``--sentence-embedding``
-adds, per template, the model's own sentence embedding of the prompt (sentence-transformers, every token
-pooled). ``--held-out`` adds RW and MTurk-287, to be read only after the choice is made on the dev sets.
+(``best``: their unit vectors averaged, as ``--best`` combines them). ``--sentence-embedding`` adds, per
+template, the model's own sentence embedding of the prompt (sentence-transformers, every token pooled).
+``--held-out`` adds RW and MTurk-287, to be read only after the choice is made on the dev sets.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from distill.config import TEMPLATES, Template, best_layers
-from distill.encoders import load_encoder
+from distill.encoders import is_causal, load_encoder, load_encoder_config
 from distill.encoding.alone import encode_alone
 from distill.evaluation.datasets import SimilarityDataset, load_similarity
 from distill.evaluation.metrics import evaluate_similarity
@@ -56,13 +56,15 @@ def main() -> None:
     encoder = load_encoder(args.model, source, layers, gguf_file=gguf_file)
     fold = str.lower if lowercase else str
     words = sorted({fold(w) for s in sets for pair in s.pairs for w in pair})
-    top = best_layers(n_layers).resolve(n_layers)
+    causal = is_causal(load_encoder_config(args.model, str(source), None, gguf_file))
+    top = best_layers(n_layers, causal).resolve(n_layers)
     embedder = None
     if args.sentence_embedding:  # the model's own sentence embedding of the prompt (every token pooled)
         from sentence_transformers import SentenceTransformer
 
         embedder = SentenceTransformer(str(source), device="cpu")
-    print(f"{args.model}: {len(words):,} words, layers 0-{n_layers}, best = {'-'.join(map(str, top[:: len(top) - 1]))}")
+    span = f"{top[0]}-{top[-1]}" if len(top) > 1 else str(top[0])
+    print(f"{args.model}: {len(words):,} words, layers 0-{n_layers}, best = {span}")
     print("| template | layer | " + " | ".join(names) + " | dev mean |")
     print("|---|---|" + "---:|" * (len(names) + 1))
     for spec in args.templates.split(","):

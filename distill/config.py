@@ -270,8 +270,13 @@ def _layer_range(part: str, spec: Any) -> list[int]:
     return list(range(lo, hi + 1))
 
 
-def best_layers(n_layers: int) -> Layers:
-    """The layers of the recommended set: the upper third (4-6 of 6, 8-12 of 12), as the quality sweep chose."""
+def best_layers(n_layers: int, causal: bool = False) -> Layers:
+    """The layers of the recommended set: an encoder's upper third (4-6 of 6, 8-12 of 12), as the quality sweep
+    chose; a causal LM's layers from a quarter to a third of the way up (8-10 of SmolLM2's 30), where its words
+    score best: its upper layers are turned to predicting the next token (RESULTS.md, issue 34)."""
+    if causal:
+        first = max(1, -(-n_layers // 4))
+        return Layers(tuple(range(first, max(first, n_layers // 3) + 1)))
     first = max(1, -(-2 * n_layers // 3))
     return Layers(tuple(range(min(first, n_layers), n_layers + 1)))
 
@@ -376,7 +381,8 @@ class RunConfig:
     best: bool = option(
         False,
         "Also write the recommended set (benchmarks/quality_sweep.py): the mean vectors of the upper third of "
-        "the layers, averaged (layers4-6.mean for a 6-layer model).",
+        "the layers, averaged (layers4-6.mean for a 6-layer model); for a causal LM, of the layers a quarter to a "
+        "third of the way up (layers8-10.mean for SmolLM2's 30).",
         OUTPUT,
         Effect.FILES,
     )

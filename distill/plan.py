@@ -13,7 +13,7 @@ from typing import Any
 
 from distill.config import Pooling, RunConfig, best_layers
 from distill.derive import DerivePooling, Recipe
-from distill.encoders import Encoder, is_elmo, load_encoder, load_encoder_config
+from distill.encoders import Encoder, is_causal, is_elmo, load_encoder, load_encoder_config
 from distill.errors import ConfigError, require
 from distill.paths import default_corpus, default_gguf, default_out, resolve_model
 from distill.vectors.postprocess import Combine
@@ -45,7 +45,7 @@ class Plan:
     @property
     def reduced(self) -> tuple[tuple[int, Pooling], ...]:
         """Every (layer, pooling) reduced: the sets written, then those only the recommended set needs."""
-        top = best_layers(self.n_layers).resolve(self.n_layers) if self.best is not None else ()
+        top = self.best.layers.resolve(self.n_layers) if self.best is not None else ()
         extra = [(layer, Pooling.MEAN) for layer in top if (layer, Pooling.MEAN) not in self.sets]
         return self.sets + tuple(extra)
 
@@ -84,7 +84,7 @@ def plan_run(config: RunConfig) -> Plan:
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
     best, layers = None, asked
     if config.best:
-        top = best_layers(n_layers)
+        top = best_layers(n_layers, is_causal(model_config))
         best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words)
         layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
     if config.teacher:  # the teacher's sentence embedding pools the last layer

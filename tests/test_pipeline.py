@@ -273,3 +273,13 @@ def test_model_words_get_the_state_of_the_word_read_alone(tiny_bert_dir, tmp_pat
         alone = states[1][0, 1].numpy()  # [CLS] word [SEP]: the word's one piece
         np.testing.assert_allclose(kv[word], alone, atol=1e-5)
         np.testing.assert_allclose(full[1, "pc"][word], alone / np.linalg.norm(alone), atol=1e-5)
+
+
+def test_a_causal_lms_recommended_set_takes_its_layers_a_quarter_to_a_third_of_the_way_up(tiny_llama_dir, tmp_path):
+    """An encoder's recommended set is its upper third; a causal LM's upper layers serve the next token, so its
+    set is layer 1 of the tiny Llama's 3 (an encoder of 3 layers would take 2-3)."""
+    run = _run(tiny_llama_dir, tmp_path / "run", layers="3", pooling="mean", best=True)
+    best = run.manifest["best"]
+    assert best == "layer1.mean.unit" and run.manifest["derived"][best]["layers"] == [1]  # one layer's unit rows
+    only = _run(tiny_llama_dir, tmp_path / "layer1", layers="1", pooling="mean")  # the same layer, asked for
+    np.testing.assert_allclose(run["best"].vectors, only[1, "mean"].get_normed_vectors(), atol=1e-6)

@@ -40,6 +40,23 @@ class Encoder(Protocol):
         ``real`` (B, T) bool (:func:`~distill.encoders.alignment.pad_windows` gives both)."""
 
 
+def is_causal(model_config: Any) -> bool:
+    """Whether a model reads text left to right only (GPT-2, Llama, SmolLM2), from its config: one made a
+    decoder, or of a type transformers has a causal LM of and no masked LM (BERT-like encoders have both).
+    ELMo's config has no type: it reads both ways."""
+    if getattr(model_config, "is_decoder", False):
+        return True
+    kind = getattr(model_config, "model_type", None)
+    if kind is None:
+        return False
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
 def is_elmo(source: str | Path) -> bool:
     """Whether ``source`` is a folder with ELMo's ``options.json`` and weights."""
     from distill.encoders.elmo import elmo_files

@@ -1,3 +1,5 @@
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -68,11 +70,25 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
     assert bad.returncode == 2 and "out of range" in bad.stderr
 
 
-def test_best_layers_are_the_upper_third():
+def test_best_layers_are_an_encoders_upper_third_and_a_causal_lms_lower_middle():
     from distill.config import best_layers
 
     assert best_layers(6).resolve(6) == (4, 5, 6) and best_layers(12).resolve(12) == tuple(range(8, 13))
     assert best_layers(2).resolve(2) == (2,) and best_layers(30).resolve(30) == tuple(range(20, 31))
+    assert best_layers(30, causal=True).resolve(30) == (8, 9, 10)  # SmolLM2
+    assert best_layers(12, causal=True).resolve(12) == (3, 4) and best_layers(24, causal=True).resolve(24) == (6, 7, 8)
+    assert best_layers(2, causal=True).resolve(2) == (1,) and best_layers(1, causal=True).resolve(1) == (1,)
+
+
+def test_causal_models_are_told_from_encoders_by_their_config():
+    from transformers import BertConfig, GPT2Config, LlamaConfig, MPNetConfig
+
+    from distill.encoders import is_causal
+
+    assert is_causal(GPT2Config()) and is_causal(LlamaConfig())
+    assert not is_causal(BertConfig()) and not is_causal(MPNetConfig())
+    assert is_causal(BertConfig(is_decoder=True))  # a BERT made a decoder reads left to right
+    assert not is_causal(SimpleNamespace(num_hidden_layers=2))  # ELMo's config: both ways
 
 
 def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
