@@ -82,11 +82,13 @@ def plan_run(config: RunConfig) -> Plan:
     n_layers = int(model_config.num_hidden_layers)
     asked = config.layers.resolve(n_layers)
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
-    best, layers = None, asked
+    best, layers, causal = None, asked, is_causal(model_config)
     if config.best:
-        top = best_layers(n_layers, is_causal(model_config))
+        top = best_layers(n_layers, causal)
         best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words)
         layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
+    if config.teacher and causal:
+        logger.warning("%s is a causal LM: --teacher pools its last layer, which is no sentence embedding", source)
     if config.teacher:  # the teacher's sentence embedding pools the last layer
         layers = tuple(sorted(set(layers) | {n_layers}))
     return Plan(config, source, out, corpus, gguf_file, model_config, layers, sets, best)

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -283,3 +284,17 @@ def test_a_causal_lms_recommended_set_takes_its_layers_a_quarter_to_a_third_of_t
     assert best == "layer1.mean.unit" and run.manifest["derived"][best]["layers"] == [1]  # one layer's unit rows
     only = _run(tiny_llama_dir, tmp_path / "layer1", layers="1", pooling="mean")  # the same layer, asked for
     np.testing.assert_allclose(run["best"].vectors, only[1, "mean"].get_normed_vectors(), atol=1e-6)
+
+
+def test_a_causal_lm_as_teacher_is_said_to_have_no_sentence_embedding(tiny_llama_dir, tiny_bert_dir, tmp_path, caplog):
+    from distill.config import RunConfig
+    from distill.plan import plan_run
+
+    def plan(model: Path) -> None:
+        plan_run(RunConfig(model=str(model), corpus=(str(TINY_CORPUS),), out=str(tmp_path / model.name), teacher=True))
+
+    with caplog.at_level("WARNING", logger="distill.plan"):
+        plan(tiny_bert_dir)
+        assert not caplog.records
+        plan(tiny_llama_dir)
+    assert "causal LM" in caplog.text and "no sentence embedding" in caplog.text
