@@ -34,6 +34,11 @@ class Quantized:
         return values * self.scale if self.scale is not None else values
 
     @property
+    def dtype(self) -> DType:
+        """The numbers stored, as ``--dtype`` names them."""
+        return DType(self.values.dtype.name)
+
+    @property
     def nbytes(self) -> int:
         return self.values.nbytes + (self.scale.nbytes if self.scale is not None else 0)
 

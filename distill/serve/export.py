@@ -16,7 +16,7 @@ from distill.names import EXPORT_DIR
 from distill.rundir import RunDir, words_per_line
 from distill.serve.anyword import open_fallback
 from distill.serve.card import card_text, run_word_scores, teacher_hub_id
-from distill.serve.compress import Scale, fit_pca
+from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
     FOLDER_FORMATS,
@@ -113,6 +113,7 @@ def export_run(
     }
     if pca is not None:
         info.update(dims=dims, pca_explained_variance=pca.explained_variance_ratio)
+    q = quantize(vectors, dtype, scale)  # before any file is written: vectors out of float16's range are refused
     stem = name + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
     itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
@@ -136,7 +137,7 @@ def export_run(
     written = []
     for fmt in formats:
         target = Path(out) if itself else None  # type: ignore[arg-type]
-        paths = write_format(fmt, words, vectors, dtype, scale, counts, out_dir, stem, lowercase, teacher, info,
-                             pieces, target, card)  # fmt: skip
+        paths = write_format(fmt, words, q, vectors, counts, out_dir, stem, lowercase, teacher, info, pieces, target,
+                             card)  # fmt: skip
         written += [(path, size_on_disk(path)) for path in paths]
     return written

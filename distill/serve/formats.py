@@ -387,9 +387,8 @@ def read_npy(path: str | Path) -> Any:
 def write_format(
     fmt: Format,
     words: Sequence[str],
+    q: Quantized,
     vectors: np.ndarray,
-    dtype: DType,
-    scale: Scale,
     counts: np.ndarray | None,
     out: Path,
     stem: str,
@@ -400,15 +399,14 @@ def write_format(
     target: Path | None = None,
     card: Callable[[Format, Path], str] | None = None,
 ) -> list[Path]:
-    """Write float ``vectors`` stored in ``dtype`` (int8: one ``scale`` per vector, dimension or table) in
-    one format into ``out`` as ``<stem>.<format>`` (or a folder format as ``target`` itself); returns the
-    paths written (``pieces``: OOV fallback of the sentence exports; ``card``: the README.md of a model2vec or
-    sentence-transformers folder, given the format and the folder)."""
+    """Write ``q``, the float ``vectors`` as stored, in one format into ``out`` as ``<stem>.<format>`` (or a
+    folder format as ``target`` itself); returns the paths written (``pieces``: OOV fallback of the sentence
+    exports; ``card``: the README.md of a model2vec or sentence-transformers folder, given the format and the
+    folder). model2vec stores its own token table in ``q``'s dtype, quantized once from ``vectors``."""
     if fmt is Format.MODEL2VEC:
         path = target or out / f"{stem}.model2vec"
         text = card(fmt, path) if card else None
-        return [write_model2vec(words, vectors, dtype, lowercase, path, base_model, info, pieces, text)]
-    q = quantize(vectors, dtype, scale)
+        return [write_model2vec(words, vectors, q.dtype, lowercase, path, base_model, info, pieces, text)]
     if fmt is Format.WORD2VEC:
         kv = to_keyed_vectors(list(words), q.dequantize(), counts)
         return [write_word2vec(kv, out / f"{stem}.txt"), write_word2vec(kv, out / f"{stem}.bin", binary=True)]
