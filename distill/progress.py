@@ -23,6 +23,7 @@ class LogProgress:
         self.file = file
         self.postfix = ""
         self.start = self.last = time.monotonic()
+        self.shown: int | None = None  # the count the last line gave
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -33,11 +34,12 @@ class LogProgress:
         self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
 
     def close(self) -> None:
-        if self.last != self.start or time.monotonic() - self.start >= self.every:
-            self._write()  # a closing line for work long enough to have been reported
+        long_enough = self.last != self.start or time.monotonic() - self.start >= self.every
+        if long_enough and self.shown != self.n:
+            self._write()  # a closing line for work long enough to have been reported, unless the last line was it
 
     def _write(self) -> None:
-        self.last = time.monotonic()
+        self.last, self.shown = time.monotonic(), self.n
         done = f"{self.n:,}" + (f"/{self.total:,} ({100 * self.n / max(self.total, 1):.0f}%)" if self.total else "")
         extra = f", {self.postfix}" if self.postfix else ""
         elapsed = self.last - self.start

@@ -105,6 +105,7 @@ def test_log_progress_writes_a_line_per_interval_not_bar_frames():
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("encoding: 4/10 (40%) occ")
     assert lines[1].startswith("encoding: 10/10 (100%) occ") and lines[1].endswith("tok_s=1,000")
+    assert len(lines) == 2  # closing gives no second line for the count the last one gave
     assert "\r" not in stream.getvalue()
 
 
