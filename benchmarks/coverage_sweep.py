@@ -2,7 +2,7 @@
 
     python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
                                         [--remove-top 0,1,2,3] [--alone 0,0.15,0.25,0.5]
-                                        [--templates word,bare]
+                                        [--templates word,bare] [--analogies 300000]
 
 For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
 (covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
@@ -15,8 +15,10 @@ gives the scores of applying it to all. Last, all-but-the-top post-processing (c
 remove its top D principal directions) as one affine map applied to the set and to the fallback vectors
 alike, scored under pieces. With ``--alone 0,0.25``: each weight W of the words read alone by the run's
 model (``distill run --alone-weight W``), scored on covered pairs and on every pair under ``alone``; with
-``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's). The
-dev mean is that of SimLex-999, MEN and WS353; RW is held out (issue 34), shown, never chosen on.
+``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's). With
+``--analogies N``, also the Google analogies (a dev set of issue 34) for each W, every one of the set's first N
+words read alone. The dev mean is that of SimLex-999, MEN and WS353; RW is held out (issue 34), shown, never
+chosen on.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 
 from distill.config import Template
 from distill.evaluation.datasets import load_benchmark
-from distill.evaluation.metrics import Oov, evaluate_similarity
+from distill.evaluation.metrics import Oov, evaluate_analogy, evaluate_similarity
 from distill.evaluation.report import dataset_words, with_fallback
 from distill.rundir import RunDir
 from distill.serve.pieces import SetFallback
@@ -62,6 +64,9 @@ def main() -> None:
     parser.add_argument("--remove-top", default="0,1,2,3")
     parser.add_argument("--alone", default="", help="weights W of the words read alone, e.g. 0,0.15,0.25,0.5")
     parser.add_argument("--templates", default="", help="prompts to read the words alone in, e.g. word,bare")
+    parser.add_argument("--analogies", type=int, default=0, metavar="N",
+                        help="with --alone: also Google 3CosAdd for each W, the set's first N words read alone "
+                             "as candidates (the questions' words among them)")  # fmt: skip
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set, None, None)
@@ -104,6 +109,8 @@ def main() -> None:
         weights = [float(x) for x in args.alone.split(",")]
         for template in args.templates.split(",") if args.templates else [None]:
             results.update(alone_scores(args.run, name, kv, data, weights, template))
+            if args.analogies:
+                results.update(alone_analogies(args.run, name, kv, weights, args.analogies, template))
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
 
 
@@ -133,6 +140,33 @@ def alone_scores(
             dev = np.mean([row[b] for b in DEV])
             print(label.ljust(40), "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
                   f"dev mean {100 * dev:.2f}")  # fmt: skip
+    return results
+
+
+def alone_analogies(
+    run: str, name: str, kv, weights: list[float], top_n: int, template: str | None = None
+) -> dict[str, dict[str, float]]:
+    """Google 3CosAdd with each weight W of the words read alone: unlike a pair's score, an analogy's answer is
+    any word, so the set's first ``top_n`` words are all read alone and mixed as ``distill run`` mixes them.
+    Covered questions, and the share of all questions answered (an uncovered one wrong)."""
+    from distill.serve.alone import AloneFallback
+
+    reader = AloneFallback.open(run, name)
+    if template is not None:
+        reader = dataclasses.replace(reader, template=Template.parse(template), cache={})
+    words = list(kv.index_to_key[:top_n])
+    own = l2_normalize(np.asarray(kv.vectors[: len(words)], dtype=np.float32))
+    alone = l2_normalize(reader.matrix(words))
+    google = load_benchmark("google")
+    results = {}
+    for w in weights:
+        scores = evaluate_analogy(to_keyed_vectors(words, (own + w * alone).astype(np.float32)), google)
+        total = scores[0]
+        label = f"alone {reader.template} W={w:g}, google"
+        results[label] = {"covered": total.score, "all questions": total.all_questions or 0.0,
+                          **{s.section: s.score for s in scores[1:]}}  # fmt: skip
+        print(label.ljust(40), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
+              f"{100 * (total.all_questions or 0.0):.1f} % of all {total.n_total:,}")  # fmt: skip
     return results
 
 
