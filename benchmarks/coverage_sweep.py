@@ -114,17 +114,23 @@ def main() -> None:
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
 
 
+def alone_reader(run: str, name: str, template: str | None):
+    """The run's model reading words alone as the set does, in ``template`` (None: the run's prompt)."""
+    from distill.serve.alone import AloneFallback
+
+    reader = AloneFallback.open(run, name)
+    if template is not None:
+        reader = dataclasses.replace(reader, template=Template.parse(template), cache={})
+    return reader
+
+
 def alone_scores(
     run: str, name: str, kv, data: dict, weights: list[float], template: str | None = None
 ) -> dict[str, dict[str, float]]:
     """Scores with each weight W of the words read alone (``distill run --alone-weight W``: each word's vector
     unit(v) + W unit(a), a the model's reading of it alone), covered pairs only and every pair under ``alone``
     (a missing word: unit(a)). Applied to the scored words only: it depends only on the word."""
-    from distill.serve.alone import AloneFallback
-
-    reader = AloneFallback.open(run, name)
-    if template is not None:
-        reader = dataclasses.replace(reader, template=Template.parse(template), cache={})
+    reader = alone_reader(run, name, template)
     words = sorted({w.lower() for d in data.values() for w in dataset_words(d)})
     alone = l2_normalize(reader.matrix(words))
     known = np.array([w in kv.key_to_index for w in words])
@@ -149,11 +155,7 @@ def alone_analogies(
     """Google 3CosAdd with each weight W of the words read alone: unlike a pair's score, an analogy's answer is
     any word, so the set's first ``top_n`` words are all read alone and mixed as ``distill run`` mixes them.
     Covered questions, and the share of all questions answered (an uncovered one wrong)."""
-    from distill.serve.alone import AloneFallback
-
-    reader = AloneFallback.open(run, name)
-    if template is not None:
-        reader = dataclasses.replace(reader, template=Template.parse(template), cache={})
+    reader = alone_reader(run, name, template)
     words = list(kv.index_to_key[:top_n])
     own = l2_normalize(np.asarray(kv.vectors[: len(words)], dtype=np.float32))
     alone = l2_normalize(reader.matrix(words))
@@ -161,12 +163,11 @@ def alone_analogies(
     results = {}
     for w in weights:
         scores = evaluate_analogy(to_keyed_vectors(words, (own + w * alone).astype(np.float32)), google)
-        total = scores[0]
+        total, answered = scores[0], scores[0].all_questions or 0.0
         label = f"alone {reader.template} W={w:g}, google"
-        results[label] = {"covered": total.score, "all questions": total.all_questions or 0.0,
-                          **{s.section: s.score for s in scores[1:]}}  # fmt: skip
+        results[label] = {"covered": total.score, "all questions": answered, **{s.section: s.score for s in scores[1:]}}
         print(label.ljust(40), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
-              f"{100 * (total.all_questions or 0.0):.1f} % of all {total.n_total:,}")  # fmt: skip
+              f"{100 * answered:.1f} % of all {total.n_total:,}")  # fmt: skip
     return results
 
 
