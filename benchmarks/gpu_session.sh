@@ -9,6 +9,8 @@
 #   bash benchmarks/gpu_session.sh all      # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz
 #   bash benchmarks/gpu_session.sh bin      # one device call, the same carry: --formats bin, .gpu/old against this one
 #   bash benchmarks/gpu_session.sh spy      # one device call, the same carry: the sample with --formats bin under py-spy
+#   bash benchmarks/gpu_session.sh base     # one device call, the same carry: the tuned bare forward beside the
+#                                           # pipeline on STS and on the sample (the ratio on this card), GPU vectors
 #
 # Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
 # layer with the code in .gpu/old (the commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x
@@ -26,7 +28,7 @@
 # with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1, 2, host, all, bin or spy"}
+part=${1:?"which part: 1, 2, host, all, bin, spy or base"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -152,7 +154,16 @@ elif [ "$part" = spy ]; then
     prefix=()
     gutenberg gutenberg-bin "$PWD" "$work/gutenberg.txt" --formats bin
     python3 benchmarks/spy_summary.py "$out/gutenberg-bin-spy.txt" > "$out/spy-summary.log" 2>&1
+elif [ "$part" = base ]; then
+    setup
+    sample
+    for corpus in sts gutenberg; do
+        step "bert-all-$corpus" python3 benchmarks/throughput.py --model "$work/bert-base-random" --layers all \
+            --device "$device" --corpus "$work/$corpus.txt" --chunk-size 4096
+    done
+    [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
+        --lines 2000 --model-dir "$work/bert-check"
 else
-    echo "part must be 1, 2, host, all, bin or spy" >&2
+    echo "part must be 1, 2, host, all, bin, spy or base" >&2
     exit 2
 fi
