@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from distill.config import DEFAULT_MODEL
 from distill.errors import ConfigError
@@ -126,3 +127,17 @@ def default_out(model: str, corpus: tuple[str, ...]) -> Path:
     """``outputs/<model>-<corpus>``, e.g. ``outputs/minilm-sts`` (a model an alias names is called by its alias)."""
     alias = {hub: short for short, hub in MODEL_ALIASES.items()}.get(model, model)
     return Path("outputs") / f"{slug(Path(alias.rstrip('/')).name)}-{corpus_slug(corpus)}"
+
+
+def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, Any]]:
+    """The size and sha256 of each file of a local model folder (or GGUF file): a model changed in place
+    (retrained, converted) neither resumes a checkpoint nor reuses a finished run. Empty for a hub id, whose
+    files its revision names."""
+    try:
+        source = Path(resolve_model(model))
+    except ConfigError:
+        return []
+    paths = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else [source]
+    if gguf_file:
+        paths.append(Path(gguf_file))
+    return [{"name": p.name, "size": p.stat().st_size, "sha256": sha256_file(p)} for p in paths if p.is_file()]

@@ -97,7 +97,7 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
     with open_run(plan.out, config, plan.corpus, version) as opened, contextlib.ExitStack() as workers:
-        plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus)
+        plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model))
         config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
             encoder = load_model(plan)

@@ -36,6 +36,7 @@ class Plan:
     layers: tuple[int, ...]  # layers encoded: those asked for and those the recommended set needs
     sets: tuple[tuple[int, Pooling], ...]  # (layer, pooling) sets written
     best: Recipe | None  # the recommended set, derived from the vectors in memory
+    model_files: tuple[dict[str, Any], ...] = ()  # a local model's files, sizes and digests (the run's claim)
 
     @property
     def n_layers(self) -> int:

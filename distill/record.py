@@ -99,6 +99,7 @@ def _model_record(plan: Plan, encoder: Encoder) -> dict[str, Any]:
         "dtype": str(encoder.dtype).removeprefix("torch."),
         "layers_run": encoder.layers_run,
         "attention": getattr(encoder, "attention", None),
+        "files": list(plan.model_files),  # a local model's sizes and digests: what a finished run is reused by
     }
 
 

@@ -42,6 +42,7 @@ from distill.names import (
     WORK_DIR,
     input_copy,
 )
+from distill.paths import model_contents
 from distill.rundir import RunDir, listed_files
 
 logger = logging.getLogger(__name__)
@@ -51,9 +52,13 @@ class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a run; the message says whether the same command goes on from a checkpoint."""
 
 
-def fingerprint(config: RunConfig, corpus: tuple[str, ...], version: str) -> dict[str, Any]:
-    """What must be unchanged for a checkpoint to be reused."""
-    model = model_contents(config.model, config.gguf_file)
+def fingerprint(
+    config: RunConfig, corpus: tuple[str, ...], version: str, model: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What must be unchanged for a checkpoint to be reused (``model``: the model's :func:`model_contents`,
+    found here when not given)."""
+    if model is None:
+        model = model_contents(config.model, config.gguf_file)
     # contents, not modification times: a corpus copied or unpacked afresh (same bytes, new times) keeps
     # its checkpoint; hashing reads the corpus once more, far less than the counting pass that follows
     files = [
@@ -73,13 +78,15 @@ def streamed(corpus: str) -> bool:
 @dataclass
 class OpenRun:
     """A run folder claimed for one run: its work folder, whether a checkpoint there is reused, the corpus
-    to read (inputs that can be read only once copied in), whether the run has ``encoded`` (bad input found
-    after that keeps the work folder: the encoding is worth resuming) and whether it ``finished``."""
+    to read (inputs that can be read only once copied in), the model's files as the run found them
+    (:func:`model_contents`), whether the run has ``encoded`` (bad input found after that keeps the work folder:
+    the encoding is worth resuming) and whether it ``finished``."""
 
     out: Path
     work: WorkDir
     reused: bool
     corpus: tuple[str, ...]
+    model: list[dict[str, Any]]
     encoded: bool = False
     finished: bool = False
 
@@ -99,10 +106,12 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
     except BaseException:
         lock.release()
         raise
-    opened, failed = OpenRun(run.path, work, False, corpus), False
+    opened, failed = OpenRun(run.path, work, False, corpus, []), False
     try:
-        # fingerprinted once the folder is claimed: a second writer is refused before the corpus is hashed
-        print_ = fingerprint(config, corpus, version) if can_resume else None
+        # fingerprinted once the folder is claimed: a second writer is refused before the model and corpus are
+        # hashed; the model's digests also go into the manifest, what a finished run is reused by
+        opened.model = model_contents(config.model, config.gguf_file)
+        print_ = fingerprint(config, corpus, version, opened.model) if can_resume else None
         opened.reused, opened.corpus = work.open(print_, corpus)
         run.clear_previous()  # under the lock: a finished folder never mixes two runs
         yield opened
@@ -119,21 +128,6 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         if created and failed:
             with contextlib.suppress(OSError):  # a folder this run made and left empty is not left behind
                 run.path.rmdir()
-
-
-def model_contents(model: str, gguf_file: str | None = None) -> list[dict[str, Any]]:
-    """The size and sha256 of each file of a local model folder (or GGUF file): a model changed in place
-    (retrained, converted) starts afresh. Empty for a hub id, whose files its revision names."""
-    from distill.paths import resolve_model
-
-    try:
-        source = Path(resolve_model(model))
-    except ConfigError:
-        return []
-    paths = sorted(p for p in source.iterdir() if p.is_file()) if source.is_dir() else [source]
-    if gguf_file:
-        paths.append(Path(gguf_file))
-    return [{"name": p.name, "size": p.stat().st_size, "sha256": sha256_file(p)} for p in paths if p.is_file()]
 
 
 class WorkDir:

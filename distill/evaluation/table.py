@@ -19,7 +19,7 @@ from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_rep
 from distill.evaluation.vectors import expand_paths, load_vectors
 from distill.files import sha256_file, subfolder
 from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
-from distill.paths import corpus_slug, data_dir, default_corpus, default_out
+from distill.paths import corpus_slug, data_dir, default_corpus, default_out, model_contents
 from distill.rundir import RunDir, listed_files, read_vocab_counts
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,10 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
     wanted = config.without(Effect.NONE, Effect.FILES)
     if not all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items()):
         return False
-    # the same corpus by content: a file changed since (same name) is distilled again
+    # the same model and corpus by content: a file changed since (same name) is distilled again, and so is a run
+    # whose manifest does not list its model's files (written before they were recorded)
+    if manifest["model"].get("files") != model_contents(config.model, config.gguf_file):
+        return False
     now = [sha256_file(path) for path in expand_corpus(config.corpus, listed_files)]
     return now == [f.get("sha256") for f in manifest["corpus"]["files"]]
 

@@ -165,3 +165,30 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     words = " ".join(distill.load(out, vector_set=exported).index_to_key[:3])
     a, b = m2v.encode([words])[0], st.encode([words])[0]
     assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_finished_run_is_reused_only_while_its_model_files_are_unchanged_by_content(tiny_bert_dir, tmp_path):
+    import shutil
+
+    from distill.config import RunConfig
+    from distill.evaluation.table import _reusable_run
+    from distill.names import MANIFEST
+    from distill.pipeline import run_pipeline
+
+    model, out = tmp_path / "model", tmp_path / "run"
+    shutil.copytree(tiny_bert_dir, model)
+    config = RunConfig(model=str(model), corpus=(str(TINY_CORPUS),), out=str(out), layers="1", min_count=2,
+                       max_occurrences=5, progress=False)  # fmt: skip
+    run_pipeline(config)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert {f["name"] for f in manifest["model"]["files"]} == {p.name for p in model.iterdir() if p.is_file()}
+    assert _reusable_run(config, out)
+    config_file = model / "config.json"
+    original = config_file.read_bytes()
+    config_file.write_bytes(original.replace(b"{", b"{ ", 1))  # same name, same meaning, other bytes
+    assert not _reusable_run(config, out)
+    config_file.write_bytes(original)
+    assert _reusable_run(config, out)
+    del manifest["model"]["files"]  # a run recorded before the model's digests were
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    assert not _reusable_run(config, out)
