@@ -77,7 +77,7 @@ def member(folder: str | Path, name: object, where: str | Path | None = None) ->
 
 
 def subfolder(folder: str | Path, name: str) -> Path:
-    """``folder/name`` as a real folder (made if missing); ConfigError when it is a link or a file."""
+    """``folder/name`` for a folder (which callers make where missing); ConfigError when it is a link or a file."""
     path = member(folder, name)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{path} is a file, not a folder; remove it or choose another --out")

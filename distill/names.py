@@ -35,6 +35,7 @@ CHECKPOINT = "checkpoint.npz"
 CHECKPOINT_PART = "checkpoint.tmp.npz"
 OCCURRENCES_DIR = "occurrences"
 CHUNKS_DIR = "chunks"
+ALONE_DIR = "alone"  # words read alone, a block of words a file, kept until the run finishes
 STDIN_COPY = "stdin.txt"
 
 #: The files of one set, by suffix after its name.
@@ -45,6 +46,11 @@ _LAYER_FILE = re.compile(r"^layer(\d+)\.(pc|mean)\.(txt|bin)$")
 _LAYER_SET = re.compile(r"^layer(\d+)\.(pc|mean)$")
 #: What :func:`distill.files.atomic_path` writes before the rename: ``.{name}.tmp-{pid}``.
 _TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
+
+
+def alone_block(digest: str) -> str:
+    """The work folder's file of one block of words read alone, named for what they were read from."""
+    return f"{digest}.npy"
 
 
 def input_copy(index: int) -> str:

@@ -127,7 +127,7 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         run = Encoded(encoder, vocab, stats, sample, encoded)
         with timings("reduce_and_write"):
-            reduced = write_sets(plan, run, [o for o in (pieces, teacher) if o is not None])
+            reduced = write_sets(plan, run, [o for o in (pieces, teacher) if o is not None], work.alone)
         manifest = write_record(plan, run, reduced, intra, timings).to_json()
         stepped = step(RunResult(out=plan.out, vectors=reduced.vectors, manifest=manifest))
         opened.finished = True

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,9 +60,11 @@ class Encoded:
     encoded: EncodePass
 
 
-def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduced) -> np.ndarray | None:
-    """``--model-words``: the model's whole words the corpus did not give, encoded alone; appended to the
-    result's words (count 0). Returns their states (n_layers, n, dim), or None."""
+def _words_alone(
+    plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduced, saved: Path | None
+) -> np.ndarray | None:
+    """``--model-words``: the model's whole words the corpus did not give, encoded alone (kept in ``saved`` as
+    they are read); appended to the result's words (count 0). Returns their states (n_layers, n, dim), or None."""
     if not plan.config.model_words:
         return None
     words = model_words(encoder, vocab.lowercase, set(vocab.words))
@@ -69,7 +72,8 @@ def _words_alone(plan: Plan, encoder: Encoder, vocab: Vocabulary, result: Reduce
         return None
     logger.info("%d words of the model's vocabulary encoded alone", len(words))
     config = plan.config
-    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.alone_template, config.progress)
+    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.alone_template, config.progress,
+                          saved=saved)  # fmt: skip
     result.words += words
     result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
     result.from_model = len(words)
@@ -89,19 +93,20 @@ def check_unknown(encode: EncodeStats, source: str) -> None:
         )
 
 
-def write_sets(plan: Plan, run: Encoded, observers: Sequence[Any]) -> Reduced:
+def write_sets(plan: Plan, run: Encoded, observers: Sequence[Any], saved: Path | None = None) -> Reduced:
     """Every set the plan needs, reduced, and those asked for written; then the recommended set, derived and
-    written; then the files of the ``observers`` that keep one (piece vectors, teacher targets)."""
-    reduced = reduce_and_write(plan, run.encoder, run.encoded, run.vocab, run.sample)
+    written; then the files of the ``observers`` that keep one (piece vectors, teacher targets). The words read
+    alone are kept in ``saved`` (the work folder's) as they are read, for a run killed meanwhile."""
+    reduced = reduce_and_write(plan, run.encoder, run.encoded, run.vocab, run.sample, saved)
     if plan.best is not None:
-        reduced.best = write_best(plan, run.encoder, reduced)
+        reduced.best = write_best(plan, run.encoder, reduced, saved)
     for observer in observers:
         reduced.files += [p.name for p in observer.write(plan.out)]
     return reduced
 
 
 def reduce_and_write(
-    plan: Plan, encoder: Encoder, encoded: EncodePass, vocab: Vocabulary, sample: SamplePlan
+    plan: Plan, encoder: Encoder, encoded: EncodePass, vocab: Vocabulary, sample: SamplePlan, saved: Path | None = None
 ) -> Reduced:
     """Reduce every set the plan needs; write those asked for while the next is reduced."""
     check_unknown(encoded.encode, encoder.source)
@@ -111,7 +116,7 @@ def reduce_and_write(
     if not keep.any():
         raise ConfigError("no occurrence of any vocabulary word could be aligned to the model's pieces")
     result = Reduced([w for w, k in zip(vocab.words, keep) if k], vocab.counts[keep], keep, filled)
-    alone = _words_alone(plan, encoder, vocab, result)
+    alone = _words_alone(plan, encoder, vocab, result, saved)
     run, written = RunDir(plan.out), set(plan.sets)
     writer = ThreadPoolExecutor(max_workers=writer_threads())  # sets are written while the next is reduced
     pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
@@ -137,7 +142,7 @@ def reduce_and_write(
     return result
 
 
-def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dict[str, Any]]:
+def write_best(plan: Plan, encoder: Encoder, reduced: Reduced, saved: Path | None = None) -> tuple[str, dict[str, Any]]:
     """The recommended set, derived from the vectors in memory (and the words read alone by ``encoder`` with
     ``--alone-weight``) and written like any set."""
     best, vectors = plan.best, reduced.vectors
@@ -146,7 +151,7 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced) -> tuple[str, dic
     def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
         config = plan.config
         reader = AloneFallback(encoder, layers, best.combine.value, template=config.alone_template,
-                               progress=config.progress)  # fmt: skip
+                               progress=config.progress, saved=saved)  # fmt: skip
         return reader.matrix(words)
 
     words, x, layers, added = derived_vectors(

@@ -29,8 +29,9 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import member, sha256_file, write_json
+from distill.files import member, sha256_file, subfolder, write_json
 from distill.names import (
+    ALONE_DIR,
     CHECKPOINT,
     CHECKPOINT_PART,
     CHUNKS_DIR,
@@ -146,6 +147,14 @@ class WorkDir:
     def chunks(self) -> Path:
         """The Ray engine's chunk files."""
         return self.path / CHUNKS_DIR
+
+    @property
+    def alone(self) -> Path:
+        """The words read alone so far, a block a file (made on first use): a resumed run reads only the blocks
+        it lacks."""
+        path = subfolder(self.path, ALONE_DIR)
+        path.mkdir(exist_ok=True)
+        return path
 
     def spool(self, corpus: tuple[str, ...]) -> tuple[str, ...]:
         """The corpus is read twice (count, then encode): inputs that can be read only once are copied into

@@ -298,3 +298,36 @@ def test_a_causal_lm_as_teacher_is_said_to_have_no_sentence_embedding(tiny_llama
         assert not caplog.records
         plan(tiny_llama_dir)
     assert "causal LM" in caplog.text and "no sentence embedding" in caplog.text
+
+
+def test_a_run_killed_while_it_reads_words_alone_goes_on_from_the_blocks_it_kept(tiny_bert_dir, tmp_path, monkeypatch):
+    from distill.encoding import alone
+    from distill.names import WORK_DIR
+
+    monkeypatch.setattr(alone, "BLOCK", 4)
+    encode_batch, batches = alone.encode_batch, []
+
+    def counted(*args, **kwargs):
+        batches.append(1)
+        if len(batches) == kill_at:
+            raise KeyboardInterrupt
+        return encode_batch(*args, **kwargs)
+
+    monkeypatch.setattr(alone, "encode_batch", counted)
+    options = dict(layers="1", pooling="mean", best=True, alone_weight=0.5, checkpoint_every=0)
+    kill_at = 0
+    whole = _run(tiny_bert_dir, tmp_path / "whole", **options)
+    blocks = len(batches)  # a block of 4 words is one batch
+    assert blocks >= 4
+    batches.clear()
+    kill_at = 3
+    with pytest.raises(KeyboardInterrupt):
+        _run(tiny_bert_dir, tmp_path / "out", **options)
+    assert len(list((tmp_path / "out" / WORK_DIR / "alone").iterdir())) == 2
+    batches.clear()
+    kill_at = 0
+    resumed = _run(tiny_bert_dir, tmp_path / "out", **options)
+    assert len(batches) == blocks - 2  # the two blocks kept are not read again
+    best = whole.manifest["best"]
+    assert resumed.manifest["best"] == best and not (tmp_path / "out" / WORK_DIR).exists()
+    assert (tmp_path / "out" / f"{best}.bin").read_bytes() == (tmp_path / "whole" / f"{best}.bin").read_bytes()

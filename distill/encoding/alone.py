@@ -8,7 +8,10 @@ that the model knows as a unit has a vector, whether or not the corpus holds it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,12 +21,16 @@ from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, Observer, encode_batch, make_batch, prepare_chunk
+from distill.files import atomic_path
 from distill.iterate import batched
+from distill.names import alone_block
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
 
 #: Words read alone from which a progress bar (or a line every few seconds in a log) is shown.
 PROGRESS_FROM = 10_000
+#: Words read alone together: prepared as one chunk, and kept as one file in a run's work folder.
+BLOCK = 4096
 
 
 def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]:
@@ -50,12 +57,14 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
-    template: Template = Template(), progress: bool = True, last_piece: bool = False,
+    template: Template = Template(), progress: bool = True, last_piece: bool = False, saved: Path | None = None,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
     ``template``'s prompt; the mean of the word's own pieces (``last_piece``: its last piece, the one a causal
     model reads after the whole word), the prompt's left out. Progress is shown for :data:`PROGRESS_FROM` words
-    or more."""
+    or more. ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.alone`) where each block
+    of :data:`BLOCK` words is kept once read, named for its words and everything its states depend on, so that a
+    killed run goes on from the blocks it has, with the same states as a run never stopped."""
     out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
     jobs = []
     for i, word in enumerate(words):
@@ -64,16 +73,43 @@ def encode_alone(
         start = max(at, end - 1) if last_piece else at  # the last character lies in the last piece only
         jobs.append(SentenceJob(i, text, np.array([start]), np.array([end]), np.array([i])))
     stats = EncodeStats()
+    read = (encoder.source, str(encoder.dtype), encoder.device.type, layers, template.text, last_piece, batch_size)
     bar = progress_bar(len(words), "reading words alone", "word", not progress or len(words) < PROGRESS_FROM)
     with torch.inference_mode():
-        for chunk in batched(jobs, 4096):
-            prepared = prepare_chunk(encoder, chunk, 0, stats)
-            for cut in batched(prepared, batch_size):
-                rows, vectors = encode_batch(encoder, layers, make_batch(cut, chunk), stats)
-                out[:, rows] = vectors.cpu().numpy()
+        for start, chunk in zip(range(0, len(jobs), BLOCK), batched(jobs, BLOCK)):
+            block = out[:, start : start + len(chunk)]
+            path = None if saved is None else saved / alone_block(_digest(read, words[start : start + len(chunk)]))
+            if path is None or not _load_block(path, block):
+                prepared = prepare_chunk(encoder, chunk, 0, stats)
+                for cut in batched(prepared, batch_size):
+                    rows, vectors = encode_batch(encoder, layers, make_batch(cut, chunk), stats)
+                    out[:, rows] = vectors.cpu().numpy()
+                if path is not None:
+                    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+                        np.save(handle, block)
             bar.update(len(chunk))
     bar.close()
     return out
+
+
+def _digest(read: tuple[Any, ...], words: Sequence[str]) -> str:
+    """What a block's states depend on, hashed: how the words were read, and the words in their order."""
+    return hashlib.sha256(json.dumps([list(map(str, read)), list(words)]).encode()).hexdigest()[:32]
+
+
+def _load_block(path: Path, block: np.ndarray) -> bool:
+    """Fill ``block`` from a block file kept by an earlier try of the same run; False when there is none (or
+    it is damaged, or of another shape: the block is then read again)."""
+    if not path.is_file() or path.is_symlink():
+        return False
+    try:
+        kept = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return False
+    if kept.shape != block.shape or kept.dtype != block.dtype:
+        return False
+    block[...] = kept
+    return True
 
 
 def read_texts(

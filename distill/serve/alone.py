@@ -44,6 +44,7 @@ class AloneFallback:
     progress: bool = True  # a bar (or log lines) when many words are read at once
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     transform: np.ndarray | None = None  # (dim, dim), applied on the right: a tuned set's map (None: none)
+    saved: Path | None = None  # a run's folder for the words read so far (encode_alone's saved), during the run
     source: ClassVar[str] = "alone"
 
     @classmethod
@@ -95,7 +96,8 @@ class AloneFallback:
     def matrix(self, words: Sequence[str]) -> np.ndarray:
         """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
         folded = [w.lower() if self.lowercase else w for w in words]
-        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress)
+        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress,
+                              saved=self.saved)  # fmt: skip
         read = states[0] if self.combine is None else combine(list(states), self.combine)
         return read if self.transform is None else (read @ self.transform).astype(np.float32)
 

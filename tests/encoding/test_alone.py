@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+
+from distill.config import Template
+from distill.encoders import load_encoder
+from distill.encoding import alone
+
+WORDS = ["king", "queen", "apple", "river", "stone", "light", "night"]
+
+
+def test_words_read_alone_are_kept_a_block_a_file_and_never_read_twice(tiny_bert_dir, tmp_path, monkeypatch):
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (2,))
+    monkeypatch.setattr(alone, "BLOCK", 3)
+    fresh = alone.encode_alone(encoder, WORDS, (1, 2))
+    saved = tmp_path / "alone"
+    saved.mkdir()
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved), fresh)
+    blocks = sorted(saved.iterdir())
+    assert len(blocks) == 3  # 3 + 3 + 1 words
+    encode_batch, batches = alone.encode_batch, []
+
+    def counted(*args, **kwargs):
+        batches.append(1)
+        return encode_batch(*args, **kwargs)
+
+    monkeypatch.setattr(alone, "encode_batch", counted)
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved), fresh)
+    assert not batches  # a run's second try reads no block it kept
+    damaged = next(b for b in blocks if np.load(b).shape[1] == 1)
+    damaged.write_bytes(b"not an array")
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved), fresh)
+    assert len(batches) == 1  # the damaged block alone was read again
+    batches.clear()
+    other = alone.encode_alone(encoder, WORDS, (1, 2), template=Template.parse("concept"), saved=saved)
+    assert len(batches) == 3 and len(list(saved.iterdir())) == 6  # another prompt: other blocks, other files
+    assert not np.allclose(other, fresh)
+    alone.encode_alone(encoder, WORDS[::-1], (1, 2), saved=saved)
+    assert len(list(saved.iterdir())) == 9  # the same words in another order: other blocks
+
+
+def test_a_link_among_the_kept_blocks_is_never_followed(tiny_bert_dir, tmp_path, monkeypatch):
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (1,))
+    monkeypatch.setattr(alone, "BLOCK", 4)
+    saved, outside = tmp_path / "alone", tmp_path / "outside.npy"
+    saved.mkdir()
+    fresh = alone.encode_alone(encoder, WORDS[:4], (1,), saved=saved)
+    (block,) = saved.iterdir()
+    np.save(outside, np.zeros_like(fresh))
+    block.unlink()
+    block.symlink_to(outside)  # a crafted work folder: the block points out of it
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS[:4], (1,), saved=saved), fresh)
+    assert not block.is_symlink() and np.load(outside).sum() == 0  # read again, the link replaced, not followed
+    with pytest.raises(AssertionError):
+        np.testing.assert_array_equal(np.load(outside), fresh)
