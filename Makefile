@@ -43,7 +43,8 @@ distill: install
 # 50,000 bags of frequent words, keeping that share of the change, and the tuned set is recommended: similarity
 # rises and the analogies barely fall (RESULTS.md, issue 34). Measured for MiniLM; MPNet's set stays untuned
 # (LARGE_BLEND empty) until its whole-sample run is measured with the teacher; a causal LM has no sentence
-# embedding to tune toward.
+# embedding to tune toward. The tuning is a second command: if it is stopped once the run has finished, give that
+# command alone (distill tune OUT --set best --blend B --recommend); make distill-large again would distil afresh.
 LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,$(if $(filter smollm2,$(MODEL)),8-10,4-6))
 ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,$(if $(filter smollm2,$(MODEL)),1,0.15))
 LANGUAGE_WORDS ?= 320000
