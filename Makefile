@@ -43,8 +43,8 @@ distill: install
 # 50,000 bags of frequent words, keeping that share of the change, and the tuned set is recommended: similarity
 # rises and the analogies barely fall (RESULTS.md, issue 34). Measured for MiniLM; MPNet's set stays untuned
 # (LARGE_BLEND empty) until its whole-sample run is measured with the teacher; a causal LM has no sentence
-# embedding to tune toward. The tuning is a second command: if it is stopped once the run has finished, give that
-# command alone (distill tune OUT --set best --blend B --recommend); make distill-large again would distil afresh.
+# embedding to tune toward. Stopped at any point, make distill-large again goes on from its last checkpoint (once
+# the encoding has finished: from the finished encoding).
 LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,$(if $(filter smollm2,$(MODEL)),8-10,4-6))
 ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,$(if $(filter smollm2,$(MODEL)),1,0.15))
 LANGUAGE_WORDS ?= 320000
@@ -54,10 +54,9 @@ AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
 		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight $(ALONE_WEIGHT) --language-words $(LANGUAGE_WORDS) \
-		--pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000) \
+		--pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000 --tune-blend $(LARGE_BLEND)) \
 		--split-sentences $(AMX) \
 		--out $(LARGE_OUT) $(ARGS)
-	$(if $(LARGE_BLEND),$(VENV)/bin/distill tune $(LARGE_OUT) --set best --blend $(LARGE_BLEND) --recommend)
 
 # The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers.
 # MODEL_BAGS: bags of English's frequent words tuned on beside the corpus sentences (--teacher-bags). Over two seeds

@@ -73,6 +73,7 @@ def run(
     pieces: bool | None = None,
     teacher: bool = False,
     teacher_bags: int = 0,
+    tune_blend: float | None = None,
     store_dtype: DType | str = "auto",
     store: StoreKind | str = "auto",
     chunk_size: int = 4096,

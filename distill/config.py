@@ -154,6 +154,7 @@ class Effect(Choice):
     VECTORS = "vectors"  # the vectors themselves
     FILES = "files"  # extra outputs (and what the encoding pass keeps), not the layer sets' vectors
     NONE = "none"  # only how the run is watched, saved or spread
+    AFTER = "after"  # a step on the finished sets (tuning): neither the encoding nor the sets depend on it
 
 
 INPUT, SAMPLING, MODEL, OUTPUT, SCALE = "Input and vocabulary", "Sampling", "Model", "Output", "Scale"
@@ -439,6 +440,15 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    tune_blend: float | None = option(
+        None,
+        "With --best and --teacher: then tune the recommended set toward the teacher's embeddings and recommend "
+        "the tuned set, keeping this share of the trained change (as distill tune --set best --blend B "
+        "--recommend, seeded by --seed). Stopped while it tunes, the same command goes on from the finished "
+        "encoding. Default: off.",
+        OUTPUT,
+        Effect.AFTER,
+    )
     store_dtype: DType = option(
         DType.AUTO,
         "Numbers in the occurrence store: float32, float16 (half the memory and disk), or auto (float16 when "
@@ -605,6 +615,8 @@ def _check_numbers(config: RunConfig) -> None:
         raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
     if not 0 <= config.alone_weight <= 100:
         raise ConfigError(f"--alone-weight must be between 0 (off) and 100, not {config.alone_weight}")
+    if config.tune_blend is not None and not 0 < config.tune_blend <= 1:
+        raise ConfigError(f"--tune-blend must be above 0 and at most 1, not {config.tune_blend}")
     if config.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0 seconds, got {config.checkpoint_every}")
     if config.max_length is not None and config.max_length < 8:
@@ -648,6 +660,8 @@ def check_config(config: RunConfig) -> None:
     _check_paths(config)
     if config.language_words and not config.best:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
+    if config.tune_blend is not None and not (config.best and config.teacher):
+        raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")
     if config.teacher_bags and not config.teacher:
         raise ConfigError("--teacher-bags adds to the teacher's embeddings: add --teacher")
     if config.teacher_bags or config.language_words:  # before the encoding, not after it

@@ -30,7 +30,7 @@ from distill.parallel import Mapper
 from distill.plan import Plan, load_model, package_versions, plan_run
 from distill.progress import track
 from distill.record import Timings, write_record
-from distill.rundir import listed_files, load
+from distill.rundir import RunDir, listed_files, load
 from distill.serve.pieces import PieceSums
 from distill.sets import Encoded, write_sets
 from distill.tune.teacher import TeacherTargets, teacher_pooling
@@ -84,8 +84,20 @@ def host_workers(config: RunConfig) -> int | None:
 
 
 def run_pipeline(config: RunConfig) -> RunResult:
-    """Distil static vectors as ``config`` says, write them under ``config.out``, return them."""
-    return run_pipeline_then(config, lambda result: result)
+    """Distil static vectors as ``config`` says, write them under ``config.out``, return them (with
+    ``--tune-blend``, the recommended set tuned toward the teacher)."""
+    blend = config.tune_blend
+    return run_pipeline_then(config, lambda result: result if blend is None else tune_best(result, blend, config))
+
+
+def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
+    """``distill tune --set best --blend B --recommend`` on a run just written: the tuned set is recommended."""
+    from distill.tune.options import TuneOptions
+    from distill.tune.train import tune_run
+
+    options = TuneOptions(blend=blend, seed=config.seed)
+    name, kv, _ = tune_run(result.out, "best", options=options, progress=config.progress, recommend=True)
+    return RunResult(out=result.out, vectors={**result.vectors, name: kv}, manifest=RunDir(result.out).manifest())
 
 
 def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
@@ -151,4 +163,4 @@ def summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RunResult", "load", "run_pipeline", "run_pipeline_then", "summary"]
+__all__ = ["RunResult", "load", "run_pipeline", "run_pipeline_then", "summary", "tune_best"]

@@ -67,8 +67,8 @@ def fingerprint(
         for path in expand_corpus(corpus, listed_files)
     ]
     # a run killed on the local engine can go on with Ray and the other way round: options that change
-    # only how a run is watched, saved or spread do not count
-    return {"options": config.without(Effect.NONE), "corpus": files, "model": model, "distill": version}
+    # only how a run is watched, saved or spread do not count, nor the tuning that follows the sets
+    return {"options": config.without(Effect.NONE, Effect.AFTER), "corpus": files, "model": model, "distill": version}
 
 
 def streamed(corpus: str) -> bool:

@@ -49,7 +49,7 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
     manifest = run.manifest()
     saved = manifest["config"]
     defaults = RunConfig().to_json()  # a key older runs lack counts as its default
-    wanted = config.without(Effect.NONE, Effect.FILES)
+    wanted = config.without(Effect.NONE, Effect.FILES, Effect.AFTER)
     if not all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items()):
         return False
     # the same model and corpus by content: a file changed since (same name) is distilled again, and so is a run
