@@ -36,6 +36,7 @@ CHECKPOINT_PART = "checkpoint.tmp.npz"
 OCCURRENCES_DIR = "occurrences"
 CHUNKS_DIR = "chunks"
 ALONE_DIR = "alone"  # words read alone, a block of words a file, kept until the run finishes
+TEXTS_DIR = "texts"  # the teacher's readings of texts outside the corpus (--teacher-bags), a block a file, the same
 STDIN_COPY = "stdin.txt"
 
 #: The files of one set, by suffix after its name.
@@ -51,6 +52,11 @@ _TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
 def alone_block(digest: str) -> str:
     """The work folder's file of one block of words read alone, named for what they were read from."""
     return f"{digest}.npy"
+
+
+def texts_block(digest: str) -> str:
+    """The work folder's file of one block of texts read outside the corpus, named for what they were read from."""
+    return f"{digest}.npz"
 
 
 def input_copy(index: int) -> str:

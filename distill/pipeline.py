@@ -132,10 +132,12 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         workers.close()
         encoded.store.close()
         opened.encoded = True
-        if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads them again
+        if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads the blocks it lacks
             with timings("teacher_bags"):
                 bags = word_bags(config.teacher_bags, config.seed)
-                read_texts(encoder, bags, [teacher], config.batch_size, config.progress, "reading word bags")
+                read_texts(
+                    encoder, bags, [teacher], config.batch_size, config.progress, "reading word bags", work.texts
+                )
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         run = Encoded(encoder, vocab, stats, sample, encoded)
         with timings("reduce_and_write"):

@@ -40,6 +40,7 @@ from distill.names import (
     FINGERPRINT,
     OCCURRENCES_DIR,
     STDIN_COPY,
+    TEXTS_DIR,
     WORK_DIR,
     input_copy,
 )
@@ -153,6 +154,14 @@ class WorkDir:
         """The words read alone so far, a block a file (made on first use): a resumed run reads only the blocks
         it lacks."""
         path = subfolder(self.path, ALONE_DIR)
+        path.mkdir(exist_ok=True)
+        return path
+
+    @property
+    def texts(self) -> Path:
+        """The teacher's readings of the bags of words so far, a block a file (made on first use): a resumed run
+        reads only the blocks it lacks."""
+        path = subfolder(self.path, TEXTS_DIR)
         path.mkdir(exist_ok=True)
         return path
 

@@ -331,3 +331,38 @@ def test_a_run_killed_while_it_reads_words_alone_goes_on_from_the_blocks_it_kept
     best = whole.manifest["best"]
     assert resumed.manifest["best"] == best and not (tmp_path / "out" / WORK_DIR).exists()
     assert (tmp_path / "out" / f"{best}.bin").read_bytes() == (tmp_path / "whole" / f"{best}.bin").read_bytes()
+
+
+def test_a_run_killed_while_the_teacher_reads_the_bags_goes_on_from_the_blocks_it_kept(
+    tiny_bert_dir, tmp_path, monkeypatch
+):
+    pytest.importorskip("wordfreq")
+    from distill.encoding import alone
+    from distill.names import TEACHER, WORK_DIR
+
+    monkeypatch.setattr(alone, "BLOCK", 8)
+    encode_batch, batches = alone.encode_batch, []
+
+    def counted(*args, **kwargs):
+        batches.append(1)
+        if len(batches) == kill_at:
+            raise KeyboardInterrupt
+        return encode_batch(*args, **kwargs)
+
+    monkeypatch.setattr(alone, "encode_batch", counted)
+    options = dict(layers="1", teacher=True, teacher_bags=30, batch_size=8, checkpoint_every=0)
+    kill_at = 0
+    _run(tiny_bert_dir, tmp_path / "whole", **options)
+    blocks = len(batches)  # 30 bags: four blocks of at most 8, a batch each
+    assert blocks == 4
+    batches.clear()
+    kill_at = 3
+    with pytest.raises(KeyboardInterrupt):
+        _run(tiny_bert_dir, tmp_path / "out", **options)
+    assert len(list((tmp_path / "out" / WORK_DIR / "texts").iterdir())) == 2
+    batches.clear()
+    kill_at = 0
+    resumed = _run(tiny_bert_dir, tmp_path / "out", **options)
+    assert len(batches) == blocks - 2  # the two blocks kept are not read again
+    assert TEACHER in resumed.manifest["files"] and not (tmp_path / "out" / WORK_DIR).exists()
+    assert (tmp_path / "out" / TEACHER).read_bytes() == (tmp_path / "whole" / TEACHER).read_bytes()

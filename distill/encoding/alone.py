@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,10 @@ import torch
 from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, Observer, encode_batch, make_batch, prepare_chunk
+from distill.encoding.batches import EncodeStats, MergingObserver, encode_batch, make_batch, prepare_chunk
 from distill.files import atomic_path
 from distill.iterate import batched
-from distill.names import alone_block
+from distill.names import alone_block, texts_block
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
 
@@ -113,19 +114,55 @@ def _load_block(path: Path, block: np.ndarray) -> bool:
 
 
 def read_texts(
-    encoder: Encoder, texts: Sequence[str], observers: Sequence[Observer], batch_size: int = 256,
-    progress: bool = True, desc: str = "reading texts",
+    encoder: Encoder, texts: Sequence[str], observers: Sequence[MergingObserver], batch_size: int = 256,
+    progress: bool = True, desc: str = "reading texts", saved: Path | None = None,
 ) -> None:  # fmt: skip
     """Show the model's reading of each of ``texts`` (each one window: short texts) to the ``observers``, as the
     encoding pass shows them corpus sentences; the text numbered i has the sentence id ``-1 - i``, outside the
-    corpus walk's."""
+    corpus walk's. ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.texts`) where the
+    observers' sums of each block of :data:`BLOCK` texts are kept once read, named for the texts and how they were
+    read (the encoder, the batch size and each observer's ``repr``), so that a killed run goes on from the blocks
+    it has, with the same sums as a run never stopped."""
     jobs = [SentenceJob(-1 - i, text, np.array([0]), np.array([len(text)]), np.array([i])) for i, text in
             enumerate(texts)]  # fmt: skip
     stats = EncodeStats()
+    read = (encoder.source, str(encoder.dtype), encoder.device.type, batch_size, *map(repr, observers))
     bar = progress_bar(len(texts), desc, "text", not progress or len(texts) < PROGRESS_FROM)
     with torch.inference_mode():
-        for chunk in batched(jobs, 4096):
-            for cut in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
-                encode_batch(encoder, (encoder.n_layers,), make_batch(cut, chunk), stats, observers)
+        for start, chunk in zip(range(0, len(jobs), BLOCK), batched(jobs, BLOCK)):
+            block = texts[start : start + len(chunk)]
+            path = None if saved is None else saved / texts_block(_digest((*read, start), block))
+            states = None if path is None else _load_states(path, len(observers))
+            if states is None:
+                parts = [observer.empty() for observer in observers]
+                for cut in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
+                    encode_batch(encoder, (encoder.n_layers,), make_batch(cut, chunk), stats, parts)
+                states = [part.state() for part in parts]
+                if path is not None:
+                    _save_states(path, states)
+            for observer, state in zip(observers, states):
+                observer.merge(state)
             bar.update(len(chunk))
     bar.close()
+
+
+def _save_states(path: Path, states: list[dict[str, np.ndarray]]) -> None:
+    arrays: dict[str, Any] = {f"{i}.{key}": value for i, state in enumerate(states) for key, value in state.items()}
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _load_states(path: Path, n: int) -> list[dict[str, np.ndarray]] | None:
+    """The ``n`` observers' states of a block of texts kept by an earlier try of the same run; None when there is
+    none (or it is damaged: the block is then read again)."""
+    if not path.is_file() or path.is_symlink():
+        return None
+    states: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for name in data.files:
+                i, key = name.split(".", 1)
+                states[int(i)][key] = data[name]
+    except (OSError, ValueError, EOFError, IndexError, zipfile.BadZipFile):
+        return None
+    return states if all(states) else None

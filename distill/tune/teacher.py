@@ -74,6 +74,26 @@ class TeacherTargets:
                 self.rows[row] += pooled_np[i]
                 self.counts[row] += int(sizes[i])
 
+    def __repr__(self) -> str:  # what its sums depend on: names the blocks a run keeps (read_texts)
+        return f"TeacherTargets(layer={self.layer}, pooling={self.pooling!r})"
+
+    def empty(self) -> TeacherTargets:
+        return TeacherTargets(self.layer, self.pooling)
+
+    def merge(self, state: dict[str, np.ndarray]) -> None:
+        """Add the sentences of another instance's :meth:`state` (a block of texts read apart), after these
+        ones; a sentence both hold adds its sums."""
+        for i, text, sums, count in zip(state["ids"], _unpack(state["texts"]), state["sums"], state["counts"]):
+            row = self.index.get(int(i))
+            if row is None:
+                self.index[int(i)] = len(self.texts)
+                self.texts.append(text)
+                self.rows.append(np.array(sums, dtype=np.float32))
+                self.counts.append(int(count))
+            else:
+                self.rows[row] += sums
+                self.counts[row] += int(count)
+
     def embeddings(self) -> np.ndarray:
         """(n_sentences, dim) pooled embeddings, in the order sentences were first seen."""
         if not self.rows:

@@ -52,3 +52,31 @@ def test_a_link_among_the_kept_blocks_is_never_followed(tiny_bert_dir, tmp_path,
     assert not block.is_symlink() and np.load(outside).sum() == 0  # read again, the link replaced, not followed
     with pytest.raises(AssertionError):
         np.testing.assert_array_equal(np.load(outside), fresh)
+
+
+def test_texts_read_for_the_teacher_are_kept_a_block_a_file(tiny_bert_dir, tmp_path, monkeypatch):
+    from distill.tune.teacher import TeacherTargets
+
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (2,))
+    monkeypatch.setattr(alone, "BLOCK", 3)
+    texts = [" ".join(WORDS[i : i + 3]) for i in range(len(WORDS))]
+    fresh, kept, saved = TeacherTargets(2), TeacherTargets(2), tmp_path / "texts"
+    saved.mkdir()
+    alone.read_texts(encoder, texts, [fresh], batch_size=2)
+    alone.read_texts(encoder, texts, [kept], batch_size=2, saved=saved)
+    np.testing.assert_array_equal(kept.embeddings(), fresh.embeddings())
+    assert kept.texts == fresh.texts and len(list(saved.iterdir())) == 3  # 3 + 3 + 1 texts
+    encode_batch, batches = alone.encode_batch, []
+
+    def counted(*args, **kwargs):
+        batches.append(1)
+        return encode_batch(*args, **kwargs)
+
+    monkeypatch.setattr(alone, "encode_batch", counted)
+    again = TeacherTargets(2)
+    min(saved.iterdir()).write_bytes(b"not an archive")
+    alone.read_texts(encoder, texts, [again], batch_size=2, saved=saved)
+    np.testing.assert_array_equal(again.embeddings(), fresh.embeddings())
+    assert again.texts == fresh.texts and 1 <= len(batches) <= 2  # the damaged block alone was read again
+    alone.read_texts(encoder, texts, [TeacherTargets(1)], batch_size=2, saved=saved)
+    assert len(list(saved.iterdir())) == 6  # another layer of the teacher: other blocks
