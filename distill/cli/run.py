@@ -239,6 +239,13 @@ def tune(
             "the rest (--no-shared-map: only the rows the sentences hold change)."
         ),
     ] = TuneOptions.shared_map,
+    bags: Annotated[
+        bool,
+        typer.Option(
+            help="Also train on the bags of words the run kept (distill run --teacher-bags); --no-bags: on its "
+            "corpus sentences alone."
+        ),
+    ] = TuneOptions.bags,
     recommend: Annotated[
         bool,
         typer.Option(
@@ -256,7 +263,7 @@ def tune(
     setup_logging(verbose, progress)
     with user_errors():
         options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed,
-                              loss=loss, shared_map=shared_map)  # fmt: skip
+                              loss=loss, shared_map=shared_map, bags=bags)  # fmt: skip
         name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress, recommend=recommend)
     best = result.history[result.best_epoch]
     targets = f"{result.sentences - result.bags:,} sentences" + (f" and {result.bags:,} bags" if result.bags else "")

@@ -24,6 +24,7 @@ class TuneOptions:
     loss: str = "cosine"  # one of LOSSES (train.py says what each compares)
     temperature: float = 0.05  # of the contrastive loss
     shared_map: bool = True  # also train one linear map of every row: words no sentence holds move with the rest
+    bags: bool = True  # also train on the bags of words the run kept (--teacher-bags); False: its sentences alone
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):

@@ -260,6 +260,8 @@ def train_table(
     (``sentences``: a seeded sample of that many of them, for learning curves)."""
     table = export_table(run, name, recipe)
     texts, targets, bags = read_teacher(run.path)
+    if not options.bags:  # the corpus sentences alone: the bags follow them
+        texts, targets, bags = texts[: len(texts) - bags], targets[: len(texts) - bags], 0
     ids, keep = table.sentence_ids(texts)
     targets = targets[keep]
     is_bag = (np.arange(len(texts)) >= len(texts) - bags)[keep]  # the bags follow the sentences

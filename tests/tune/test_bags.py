@@ -86,3 +86,5 @@ def test_tuning_counts_the_bags_apart_and_the_card_names_them(tiny_bert_dir, tmp
     done = subprocess.run([sys.executable, "-m", "distill", "tune", str(run.out), "--epochs", "1", "--no-progress"],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0 and f"tuned on {sentences:,} sentences and 40 bags;" in done.stdout, done.stderr
+    _, _, plain = tune_run(run.out, options=TuneOptions(epochs=1, batch_size=16, bags=False))
+    assert plain.bags == 0 and plain.sentences == sentences  # --no-bags: the corpus sentences alone
