@@ -161,7 +161,13 @@ def summary(result: RunResult) -> str:
     ]
     if m.get("best"):
         paper = "; the paper's: layer1.pc.txt" if "layer1.pc.txt" in m["files"] else ""
-        lines.append(f"recommended set (--best): {result.out}/{m['best']}.txt{paper}")
+        tuned = m.get("derived", {}).get(m["best"], {})
+        how = (
+            f"--best, tuned toward the teacher at blend {tuned['options']['blend']}"
+            if "tuned_from" in tuned
+            else "--best"
+        )
+        lines.append(f"recommended set ({how}): {result.out}/{m['best']}.txt{paper}")
     return "\n".join(lines)
 
 

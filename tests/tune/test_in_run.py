@@ -12,6 +12,7 @@ import distill
 from distill.config import RunConfig
 from distill.errors import ConfigError
 from distill.names import WORK_DIR
+from distill.pipeline import summary
 from distill.tune.options import TuneOptions
 from distill.tune.train import tune_run
 from distill.workdir import RunInterrupted, fingerprint
@@ -32,6 +33,7 @@ def test_the_run_recommends_the_set_distill_tune_would_make(tiny_bert_dir, tmp_p
     np.testing.assert_allclose(one["best"].vectors, distill.load(two.out, vector_set="best").vectors, atol=1e-6)
     assert one["best"].index_to_key == distill.load(two.out, vector_set="best").index_to_key
     assert not (one.out / WORK_DIR).exists()
+    assert f"recommended set (--best, tuned toward the teacher at blend 0.25): {one.out}/{name}.txt" in summary(one)
 
 
 def test_a_run_stopped_while_it_tunes_goes_on_from_the_finished_encoding(tiny_bert_dir, tmp_path, monkeypatch, caplog):
