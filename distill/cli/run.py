@@ -213,7 +213,7 @@ def derive(
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 
-@app.command()
+@app.command(short_help="Train a set toward the teacher's sentence embeddings the run kept; writes SET.tuned.")
 def tune(
     run_dir: Annotated[Path, typer.Argument(help="A run folder distilled with --teacher.")],
     vector_set: SetOpt = None,
@@ -274,7 +274,9 @@ def tune(
     )
 
 
-@app.command()
+@app.command(
+    short_help="The production model in one command: distil, tune, export model2vec and sentence-transformers, score."
+)
 def model(
     corpus: Annotated[
         Optional[list[str]], typer.Option(help="Corpus file(s) or folders. Default: the STS sentences.")
