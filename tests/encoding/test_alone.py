@@ -80,3 +80,22 @@ def test_texts_read_for_the_teacher_are_kept_a_block_a_file(tiny_bert_dir, tmp_p
     assert again.texts == fresh.texts and 1 <= len(batches) <= 2  # the damaged block alone was read again
     alone.read_texts(encoder, texts, [TeacherTargets(1)], batch_size=2, saved=saved)
     assert len(list(saved.iterdir())) == 6  # another layer of the teacher: other blocks
+
+
+def test_a_link_among_the_kept_blocks_of_texts_is_never_followed(tiny_bert_dir, tmp_path):
+    from distill.tune.teacher import TeacherTargets
+
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (2,))
+    saved, outside = tmp_path / "texts", tmp_path / "outside.npz"
+    saved.mkdir()
+    fresh = TeacherTargets(2)
+    alone.read_texts(encoder, WORDS, [fresh], saved=saved)
+    (block,) = saved.iterdir()
+    np.savez(outside, **{f"0.{key}": value * 0 for key, value in TeacherTargets(2).state().items()})
+    before = outside.read_bytes()
+    block.unlink()
+    block.symlink_to(outside)  # a crafted work folder: the block points out of it
+    again = TeacherTargets(2)
+    alone.read_texts(encoder, WORDS, [again], saved=saved)
+    np.testing.assert_array_equal(again.embeddings(), fresh.embeddings())
+    assert not block.is_symlink() and outside.read_bytes() == before  # read again, the link replaced, not followed
