@@ -300,36 +300,42 @@ def test_a_causal_lm_as_teacher_is_said_to_have_no_sentence_embedding(tiny_llama
     assert "causal LM" in caplog.text and "no sentence embedding" in caplog.text
 
 
-def test_a_run_killed_while_it_reads_words_alone_goes_on_from_the_blocks_it_kept(tiny_bert_dir, tmp_path, monkeypatch):
+def _killed_after_blocks(tiny_bert_dir, tmp_path, monkeypatch, block, folder, **options):
+    """A whole run, then the same run killed at its third block read after the pass (a block is one batch) and
+    run again: the batches of the whole run, and of the one that went on from the two blocks kept."""
     from distill.encoding import alone
     from distill.names import WORK_DIR
 
-    monkeypatch.setattr(alone, "BLOCK", 4)
-    encode_batch, batches = alone.encode_batch, []
+    monkeypatch.setattr(alone, "BLOCK", block)
+    encode_batch, batches, kill_at = alone.encode_batch, [], [0]
 
     def counted(*args, **kwargs):
         batches.append(1)
-        if len(batches) == kill_at:
+        if len(batches) == kill_at[0]:
             raise KeyboardInterrupt
         return encode_batch(*args, **kwargs)
 
     monkeypatch.setattr(alone, "encode_batch", counted)
-    options = dict(layers="1", pooling="mean", best=True, alone_weight=0.5, checkpoint_every=0)
-    kill_at = 0
-    whole = _run(tiny_bert_dir, tmp_path / "whole", **options)
-    blocks = len(batches)  # a block of 4 words is one batch
-    assert blocks >= 4
+    options = {**options, "checkpoint_every": 0}
+    _run(tiny_bert_dir, tmp_path / "whole", **options)
+    whole, kill_at[0] = len(batches), 3
     batches.clear()
-    kill_at = 3
     with pytest.raises(KeyboardInterrupt):
         _run(tiny_bert_dir, tmp_path / "out", **options)
-    assert len(list((tmp_path / "out" / WORK_DIR / "alone").iterdir())) == 2
+    assert len(list((tmp_path / "out" / WORK_DIR / folder).iterdir())) == 2
     batches.clear()
-    kill_at = 0
+    kill_at[0] = 0
     resumed = _run(tiny_bert_dir, tmp_path / "out", **options)
-    assert len(batches) == blocks - 2  # the two blocks kept are not read again
-    best = whole.manifest["best"]
-    assert resumed.manifest["best"] == best and not (tmp_path / "out" / WORK_DIR).exists()
+    assert not (tmp_path / "out" / WORK_DIR).exists()
+    return whole, len(batches), resumed
+
+
+def test_a_run_killed_while_it_reads_words_alone_goes_on_from_the_blocks_it_kept(tiny_bert_dir, tmp_path, monkeypatch):
+    whole, resumed_batches, resumed = _killed_after_blocks(
+        tiny_bert_dir, tmp_path, monkeypatch, 4, "alone", layers="1", pooling="mean", best=True, alone_weight=0.5
+    )
+    assert whole >= 4 and resumed_batches == whole - 2  # the two blocks kept are not read again
+    best = resumed.manifest["best"]
     assert (tmp_path / "out" / f"{best}.bin").read_bytes() == (tmp_path / "whole" / f"{best}.bin").read_bytes()
 
 
@@ -337,32 +343,11 @@ def test_a_run_killed_while_the_teacher_reads_the_bags_goes_on_from_the_blocks_i
     tiny_bert_dir, tmp_path, monkeypatch
 ):
     pytest.importorskip("wordfreq")
-    from distill.encoding import alone
-    from distill.names import TEACHER, WORK_DIR
+    from distill.names import TEACHER
 
-    monkeypatch.setattr(alone, "BLOCK", 8)
-    encode_batch, batches = alone.encode_batch, []
-
-    def counted(*args, **kwargs):
-        batches.append(1)
-        if len(batches) == kill_at:
-            raise KeyboardInterrupt
-        return encode_batch(*args, **kwargs)
-
-    monkeypatch.setattr(alone, "encode_batch", counted)
-    options = dict(layers="1", teacher=True, teacher_bags=30, batch_size=8, checkpoint_every=0)
-    kill_at = 0
-    _run(tiny_bert_dir, tmp_path / "whole", **options)
-    blocks = len(batches)  # 30 bags: four blocks of at most 8, a batch each
-    assert blocks == 4
-    batches.clear()
-    kill_at = 3
-    with pytest.raises(KeyboardInterrupt):
-        _run(tiny_bert_dir, tmp_path / "out", **options)
-    assert len(list((tmp_path / "out" / WORK_DIR / "texts").iterdir())) == 2
-    batches.clear()
-    kill_at = 0
-    resumed = _run(tiny_bert_dir, tmp_path / "out", **options)
-    assert len(batches) == blocks - 2  # the two blocks kept are not read again
-    assert TEACHER in resumed.manifest["files"] and not (tmp_path / "out" / WORK_DIR).exists()
+    whole, resumed_batches, resumed = _killed_after_blocks(
+        tiny_bert_dir, tmp_path, monkeypatch, 8, "texts", layers="1", teacher=True, teacher_bags=30, batch_size=8
+    )
+    assert whole == 4 and resumed_batches == 2  # 30 bags: four blocks of at most 8, a batch each; two kept
+    assert TEACHER in resumed.manifest["files"]
     assert (tmp_path / "out" / TEACHER).read_bytes() == (tmp_path / "whole" / TEACHER).read_bytes()
