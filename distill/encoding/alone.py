@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, MergingObserver, encode_batch, make_batch, prepare_chunk
-from distill.files import atomic_path
+from distill.errors import ConfigError
+from distill.files import atomic_path, read_npz
 from distill.iterate import batched
 from distill.names import alone_block, texts_block
 from distill.occurrences import SentenceJob
@@ -157,12 +157,14 @@ def _load_states(path: Path, n: int) -> list[dict[str, np.ndarray]] | None:
     none (or it is damaged: the block is then read again)."""
     if not path.is_file() or path.is_symlink():
         return None
-    states: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
     try:
-        with np.load(path, allow_pickle=False) as data:
-            for name in data.files:
-                i, key = name.split(".", 1)
-                states[int(i)][key] = data[name]
-    except (OSError, ValueError, EOFError, IndexError, zipfile.BadZipFile):
+        arrays = read_npz(path)
+    except ConfigError:
         return None
+    states: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
+    for name, value in arrays.items():
+        i, _, key = name.partition(".")
+        if not i.isdigit() or int(i) >= n:
+            return None
+        states[int(i)][key] = value
     return states if all(states) else None
