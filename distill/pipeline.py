@@ -20,14 +20,13 @@ from typing import Any, TypeVar
 from distill.analysis.measures import IntraSentence
 from distill.config import Engine, Pooling, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
-from distill.encoders import device_type
 from distill.encoding.alone import read_texts
 from distill.encoding.driver import encode_pass
 from distill.encoding.workers import given_or_own_pool
 from distill.lexicon import word_bags
 from distill.names import set_name
 from distill.occurrences import plan_sample
-from distill.parallel import Mapper, WorkerPool
+from distill.parallel import Mapper
 from distill.plan import Plan, load_model, package_versions, plan_run
 from distill.progress import track
 from distill.record import Timings, write_record
@@ -106,25 +105,16 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
     lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
     from the finished encoding (``distill model``'s tuning and export)."""
     timings = Timings()
-    with contextlib.ExitStack() as workers:
-        # a GPU run's host work (counting, finding the sampled sentences, tokenizing) in worker processes, started
-        # first: they start while transformers is imported and the model loads
-        pool = workers.enter_context(given_or_own_pool(None, host_workers(config), device_type(config.device)))
-        return _run_with_pool(config, step, timings, workers, pool)
-
-
-def _run_with_pool(
-    config: RunConfig, step: Callable[[RunResult], T], timings: Timings, workers: contextlib.ExitStack,
-    pool: WorkerPool | None,
-) -> T:  # fmt: skip
     plan = plan_run(config)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
-    with open_run(plan.out, config, plan.corpus, version) as opened:
+    with open_run(plan.out, config, plan.corpus, version) as opened, contextlib.ExitStack() as workers:
         plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model))
         config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
             encoder = load_model(plan)
+        # a GPU run's host work (counting, finding the sampled sentences, tokenizing) in worker processes
+        pool = workers.enter_context(given_or_own_pool(None, host_workers(config), encoder.device.type))
         lowercase = encoder.uncased if config.lowercase is None else config.lowercase
         with timings("vocabulary"):
             vocab, stats = count_vocabulary(plan, lowercase, work, opened.reused, pool.map if pool else None)

@@ -64,14 +64,6 @@ def is_elmo(source: str | Path) -> bool:
     return elmo_files(source) is not None
 
 
-def device_type(device: str) -> str:
-    """The kind of device (``cuda``, ``mps``, ``cpu``) that ``--device`` names (``auto``: the best there is),
-    before any model loads: a bad one is refused here with one line."""
-    from distill.encoders.huggingface import resolve_device
-
-    return resolve_device(device).type
-
-
 def load_encoder_config(name: str, source: str, revision: str | None = None, gguf_file: str | None = None) -> Any:
     """The model's config alone (no weights), to check layers before anything heavy loads."""
     if is_elmo(source):

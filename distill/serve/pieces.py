@@ -27,23 +27,24 @@ from distill.vectors.postprocess import combine
 
 @dataclass
 class PieceSums:
-    """Running sum and count of the hidden states of each token id, per layer; fed batch by batch. The sums of
-    every layer are one (layers, n_pieces, d) tensor, so that a GPU batch adds them all in one launch."""
+    """Running sum and count of the hidden states of each token id, per layer; fed batch by batch."""
 
     layers: tuple[int, ...]
     n_pieces: int
     dim: int
-    sums: torch.Tensor = field(init=False, default_factory=lambda: torch.zeros(0, dtype=torch.float64))
+    sums: dict[int, torch.Tensor] = field(init=False, default_factory=dict)
     counts: torch.Tensor = field(init=False, default_factory=lambda: torch.zeros(0, dtype=torch.int64))
 
     def _on(self, device: torch.device) -> None:
         """The sums on ``device``: made there at the first batch (a GPU run never holds its n_pieces x d float64
         sums per layer on the host), moved there after a resume."""
-        if self.sums.dim() != 3:
+        if len(self.sums) != len(self.layers):
             self.counts = torch.zeros(self.n_pieces, dtype=torch.int64, device=device)
-            self.sums = torch.zeros(len(self.layers), self.n_pieces, self.dim, dtype=torch.float64, device=device)
+            self.sums = {layer: torch.zeros(self.n_pieces, self.dim, dtype=torch.float64, device=device)
+                         for layer in self.layers}  # fmt: skip
         elif self.counts.device != device:
-            self.counts, self.sums = self.counts.to(device), self.sums.to(device)
+            self.counts = self.counts.to(device)
+            self.sums = {layer: sums.to(device) for layer, sums in self.sums.items()}
 
     def observe(
         self,
@@ -56,7 +57,7 @@ class PieceSums:
         """Add each text token's hidden states to its id's sums, once per token of the sentence (``fresh``).
         The sums live on the hidden states' device: a GPU run never waits to copy them to the host. The tokens
         are picked on the host (``ids`` and the masks are host tensors), so that the device is never asked how
-        many there are: a boolean index on a GPU tensor would wait for it."""
+        many there are: a boolean index on a GPU tensor would wait for it, once per layer."""
         device = hidden[0].device
         self._on(device)
         mask = (fresh if fresh is not None else content).flatten().cpu()
@@ -67,26 +68,23 @@ class PieceSums:
             where, token_ids = where.pin_memory(), token_ids.pin_memory()
         where, token_ids = where.to(device, non_blocking=pin), token_ids.to(device, non_blocking=pin)
         self.counts.index_add_(0, token_ids, torch.ones_like(token_ids))
-        add_rows(self.sums, [hidden[layer] for layer in self.layers], where, token_ids, stack=pin)
-
-    def _layer(self, layer: int) -> torch.Tensor:
-        return self.sums[self.layers.index(layer)]
+        for layer in self.layers:
+            self.sums[layer].index_add_(0, token_ids, hidden[layer].flatten(0, 1).index_select(0, where).double())
 
     def state(self) -> dict[str, np.ndarray]:
-        """Each layer's sums apart (``sums<layer>``), as checkpoints have always held them."""
         self._on(self.counts.device)
         return {"counts": self.counts.cpu().numpy(),
-                **{f"sums{layer}": self._layer(layer).cpu().numpy() for layer in self.layers}}  # fmt: skip
+                **{f"sums{layer}": self.sums[layer].cpu().numpy() for layer in self.layers}}  # fmt: skip
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         self.counts = torch.from_numpy(np.array(state["counts"]))
-        self.sums = torch.from_numpy(np.stack([state[f"sums{layer}"] for layer in self.layers]))
+        self.sums = {layer: torch.from_numpy(np.array(state[f"sums{layer}"])) for layer in self.layers}
 
     def vectors(self, layer: int) -> np.ndarray:
         """(n_pieces, d) float32 means; zero for pieces never seen."""
         self._on(self.counts.device)
         counts = self.counts.clamp(min=1).double()[:, None]
-        return (self._layer(layer) / counts).float().cpu().numpy()
+        return (self.sums[layer] / counts).float().cpu().numpy()
 
     def write(self, out: Path) -> list[Path]:
         """Each layer's file, several at once where the machine has the cores."""
@@ -98,20 +96,6 @@ class PieceSums:
 
         with ThreadPoolExecutor(max_workers=writer_threads()) as pool:
             return list(pool.map(write_layer, self.layers))
-
-
-def add_rows(
-    sums: torch.Tensor, hidden: Sequence[torch.Tensor], where: torch.Tensor, token_ids: torch.Tensor, stack: bool
-) -> None:
-    """Add row ``where[i]`` of each layer's (B, T, d) states to ``sums[layer, token_ids[i]]``. ``stack`` (a GPU)
-    adds every layer in four launches instead of four a layer; a CPU copies each layer's rows once instead, since
-    stacking the layers first would copy them twice."""
-    if stack:
-        stacked = torch.stack([states.flatten(0, 1) for states in hidden])  # (layers, B*T, d)
-        sums.index_add_(1, token_ids, stacked.index_select(1, where).double())
-        return
-    for layer_sums, states in zip(sums, hidden):
-        layer_sums.index_add_(0, token_ids, states.flatten(0, 1).index_select(0, where).double())
 
 
 def write_pieces(path: Path, vectors: np.ndarray, counts: np.ndarray, scaled: bool = False) -> Path:

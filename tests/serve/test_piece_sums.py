@@ -52,21 +52,3 @@ def test_each_layers_file_is_written_on_its_own_thread_with_the_same_vectors(tmp
         vectors, counts, _ = pieces.read_pieces(path, 7)
         np.testing.assert_array_equal(vectors, sums.vectors(layer))
         np.testing.assert_array_equal(counts, sums.counts.numpy())
-
-
-def test_all_layers_added_in_one_launch_give_the_sums_of_one_layer_at_a_time():
-    from distill.serve.pieces import add_rows
-
-    rng = np.random.default_rng(2)
-    hidden, ids, content = _batch(rng, n_pieces=9, dim=4, layers=3)
-    where = torch.nonzero(content.flatten()).squeeze(1)
-    token_ids = ids.flatten()[where]
-    stacked, apart = torch.zeros(4, 9, 4, dtype=torch.float64), torch.zeros(4, 9, 4, dtype=torch.float64)
-    add_rows(stacked, hidden, where, token_ids, stack=True)
-    add_rows(apart, hidden, where, token_ids, stack=False)
-    np.testing.assert_array_equal(stacked.numpy(), apart.numpy())
-    expected = np.zeros((4, 9, 4))
-    for i, t in zip(where.tolist(), token_ids.tolist()):
-        for layer in range(4):
-            expected[layer, t] += hidden[layer].reshape(-1, 4)[i].double().numpy()
-    np.testing.assert_allclose(apart.numpy(), expected, rtol=1e-12)
