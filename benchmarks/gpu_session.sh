@@ -11,6 +11,8 @@
 #   bash benchmarks/gpu_session.sh spy      # one device call, the same carry: the sample with --formats bin under py-spy
 #   bash benchmarks/gpu_session.sh base     # one device call, the same carry: the tuned bare forward beside the
 #                                           # pipeline on STS and on the sample (the ratio on this card), GPU vectors
+#   bash benchmarks/gpu_session.sh knobs    # one device call, the same carry: the sample with --formats bin at token
+#                                           # budgets 16,384/32,768/65,536, without piece sums, with 8 workers
 #
 # Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
 # layer with the code in .gpu/old (the commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x
@@ -28,7 +30,7 @@
 # with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1, 2, host, all, bin, spy or base"}
+part=${1:?"which part: 1, 2, host, all, bin, spy, base or knobs"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -69,12 +71,15 @@ gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [OPTION...]: the run of every 
     rm -rf "$work/run" && sync
     pushd "$work" > /dev/null || exit 2  # not the checkout: python -m puts the working folder first on the path
     PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
+    local began=$EPOCHREALTIME
     PYTHONPATH="$site:$path" step "$name" ${prefix[@]+"${prefix[@]}"} python3 -m distill run \
         --model "$work/bert-base-random" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
         --layers all --pooling mean --device "$device" --no-progress --out "$work/run" -v "$@"
+    local wall
+    wall=$(python3 -c "print(round($EPOCHREALTIME - $began, 2))")  # the process's whole life, imports included
     popd > /dev/null || exit 2
     python3 -c "import json; m = json.load(open('$work/run/manifest.json')); \
-print('$name', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> "$out/manifests.log" 2>&1
+print('$name', 'wall $wall', json.dumps(m['timings_seconds']), json.dumps(m['encoding']))" >> "$out/manifests.log" 2>&1
 }
 
 if [ "$part" = host ]; then
@@ -154,6 +159,17 @@ elif [ "$part" = spy ]; then
     prefix=()
     gutenberg gutenberg-bin "$PWD" "$work/gutenberg.txt" --formats bin
     python3 benchmarks/spy_summary.py "$out/gutenberg-bin-spy.txt" > "$out/spy-summary.log" 2>&1
+elif [ "$part" = knobs ]; then  # the sample with --formats bin under the options that set the host's pace
+    setup
+    sample
+    prefix=()
+    gutenberg gutenberg-default "$PWD" "$work/gutenberg.txt" --formats bin
+    for budget in 16384 65536; do
+        gutenberg "gutenberg-budget-$budget" "$PWD" "$work/gutenberg.txt" --formats bin --batch-tokens "$budget"
+    done
+    gutenberg gutenberg-no-pieces "$PWD" "$work/gutenberg.txt" --formats bin --no-pieces
+    gutenberg gutenberg-workers-8 "$PWD" "$work/gutenberg.txt" --formats bin --tokenize-workers 8
+    gutenberg gutenberg-default-again "$PWD" "$work/gutenberg.txt" --formats bin
 elif [ "$part" = base ]; then
     setup
     sample
@@ -164,6 +180,6 @@ elif [ "$part" = base ]; then
     [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
         --lines 2000 --model-dir "$work/bert-check"
 else
-    echo "part must be 1, 2, host, all, bin, spy or base" >&2
+    echo "part must be 1, 2, host, all, bin, spy, base or knobs" >&2
     exit 2
 fi
