@@ -154,11 +154,11 @@ elif [ "$part" = bin ]; then
 elif [ "$part" = spy ]; then
     setup
     sample
-    prefix=("$site/bin/py-spy" record --nonblocking --idle -t -r 50 -f raw -o "$out/gutenberg-bin-spy.txt" --)
+    prefix=("$site/bin/py-spy" record --nonblocking --idle -t -r 20 -f raw -o "$out/gutenberg-bin-spy.txt" --)  # 50 a second fell behind (sixth session)
     gutenberg gutenberg-bin-spy "$PWD" "$work/gutenberg.txt" --formats bin
     prefix=()
     gutenberg gutenberg-bin "$PWD" "$work/gutenberg.txt" --formats bin
-    python3 benchmarks/spy_summary.py "$out/gutenberg-bin-spy.txt" > "$out/spy-summary.log" 2>&1
+    python3 benchmarks/spy_summary.py "$out/gutenberg-bin-spy.txt" --rate 20 > "$out/spy-summary.log" 2>&1
 elif [ "$part" = knobs ]; then  # the sample with --formats bin under the options that set the host's pace
     setup
     sample

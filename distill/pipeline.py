@@ -105,10 +105,14 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
     lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
     from the finished encoding (``distill model``'s tuning and export)."""
     timings = Timings()
-    plan = plan_run(config)
+    with timings("plan"):  # the model's config read (transformers imported) and every option checked
+        plan = plan_run(config)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
-    with open_run(plan.out, config, plan.corpus, version) as opened, contextlib.ExitStack() as workers:
+    with contextlib.ExitStack() as stack:
+        with timings("claim"):  # the lock, the fingerprint (the model's and corpus's digests), a checkpoint's check
+            opened = stack.enter_context(open_run(plan.out, config, plan.corpus, version))
+        workers = stack.enter_context(contextlib.ExitStack())
         plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model))
         config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
@@ -129,8 +133,9 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         encoded = encode_pass(encoder, lines, vocab, sample, plan.layers, config, work,
                               resume=opened.reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces, teacher) if o is not None], pool=pool)  # fmt: skip
-        workers.close()
-        encoded.store.close()
+        with timings("close"):  # the pool's processes joined, the store's last writes
+            workers.close()
+            encoded.store.close()
         opened.encoded = True
         if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads the blocks it lacks
             with timings("teacher_bags"):

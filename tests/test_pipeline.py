@@ -81,6 +81,9 @@ def test_manifest_records_how_vectors_were_made(bert_run):
     assert m["occurrences"]["per_word_max"] == 5
     assert m["model"]["layers_run"] == 2 and m["config"]["seed"] == 0
     assert {"torch", "transformers", "gensim"} <= set(m["versions"])
+    steps = {k: v for k, v in m["timings_seconds"].items() if k not in ("total", "forward")}  # forward: within encode
+    assert set(steps) == {"plan", "claim", "load_model", "vocabulary", "encode", "close", "reduce_and_write"}
+    assert 0 < sum(steps.values()) <= m["timings_seconds"]["total"]  # every step timed apart, none counted twice
 
 
 def test_api_indexing_and_load(bert_run):
