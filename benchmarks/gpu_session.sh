@@ -11,7 +11,8 @@
 #   bash benchmarks/gpu_session.sh spy      # one device call, the same carry: the sample with --formats bin under py-spy
 #   bash benchmarks/gpu_session.sh base     # one device call, the same carry: the tuned bare forward beside the
 #                                           # pipeline on STS and on the sample (the ratio on this card), GPU vectors
-#   bash benchmarks/gpu_session.sh knobs    # one device call, the same carry: the sample with --formats bin at token
+#   bash benchmarks/gpu_session.sh knobs    # one device call, the same carry: ways to add the piece sums timed
+#                                           # (benchmarks/piece_sums.py), then the sample with --formats bin at token
 #                                           # budgets 16,384/32,768/65,536, without piece sums, with 8 workers
 #
 # Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
@@ -163,6 +164,7 @@ elif [ "$part" = knobs ]; then  # the sample with --formats bin under the option
     setup
     sample
     prefix=()
+    [ "$device" = cuda ] && step piece-sums python3 benchmarks/piece_sums.py --device cuda  # the ways to add them
     gutenberg gutenberg-default "$PWD" "$work/gutenberg.txt" --formats bin
     for budget in 16384 65536; do
         gutenberg "gutenberg-budget-$budget" "$PWD" "$work/gutenberg.txt" --formats bin --batch-tokens "$budget"

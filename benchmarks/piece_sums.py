@@ -1,0 +1,157 @@
+"""Ways to add a batch's hidden states to the piece sums (``--pieces``), timed on the device, against the product's.
+
+    python benchmarks/piece_sums.py --device cuda [--batches 40] [--layers 13] [--tokens 32768]
+
+The sixth GPU session found the piece sums costing a BERT-base run of every layer 2.9 s of its encode stage
+(RESULTS.md), and adding all layers in one launch saved nothing: the cost is the device's work or the host's
+picking. Each way below sees the same synthetic batches (BERT-base's shape, token ids drawn by a Zipf law as
+text's are, 60 % of them content) and prints its milliseconds a batch: the host's part (picking the tokens,
+sorting) and the device's (CUDA events), and how far its sums are from the product's. The ways:
+
+- ``product``: :class:`distill.serve.pieces.PieceSums` as it is (float64 sums, per layer);
+- ``stacked``: every layer in one index_add into a (layers, pieces, d) float64 tensor;
+- ``float32``: the product's adds into float32 sums (half the bytes, no float64 atomics);
+- ``segments``: the ids sorted on the host, each piece's rows summed once a batch in float32, then one float64
+  add per piece seen (far fewer atomics on the pieces every sentence holds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def batches(n: int, layers: int, tokens: int, dim: int, pieces: int, device: Any, seed: int = 0) -> list[Any]:
+    """``n`` batches of (hidden states per layer, ids, content mask) of about ``tokens`` padded tokens each."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    width = 64
+    rows = tokens // width
+    zipf = 1.0 / np.arange(1, pieces + 1)  # a piece's share falls as 1/rank, as words' do in text
+    out = []
+    for _ in range(n):
+        ids = torch.from_numpy(rng.choice(pieces, (rows, width), p=zipf / zipf.sum()))
+        content = torch.from_numpy(rng.random((rows, width)) < 0.6)
+        hidden = [torch.randn(rows, width, dim, device=device, dtype=torch.bfloat16) for _ in range(layers)]
+        out.append((hidden, ids, content))
+    return out
+
+
+def picked(ids: Any, content: Any, device: Any) -> tuple[Any, Any, np.ndarray]:
+    """The product's host part: the content tokens' positions and ids, on the device; the ids on the host too."""
+    import torch
+
+    where = torch.nonzero(content.flatten()).squeeze(1)
+    token_ids = ids.flatten()[where]
+    pin = device.type == "cuda"
+    host = token_ids.numpy()
+    if pin:
+        where, token_ids = where.pin_memory(), token_ids.pin_memory()
+    return where.to(device, non_blocking=pin), token_ids.to(device, non_blocking=pin), host
+
+
+def ways(layers: int, pieces: int, dim: int, device: Any) -> dict[str, tuple[Any, Callable[..., None]]]:
+    """Each way's sums (a (layers, pieces, d) tensor) and its add(sums, hidden, ids, content)."""
+    import torch
+
+    from distill.serve.pieces import PieceSums
+
+    def product(state: Any, hidden: Any, ids: Any, content: Any) -> None:
+        state.observe(hidden, ids, content)
+
+    def stacked(sums: Any, hidden: Any, ids: Any, content: Any) -> None:
+        where, token_ids, _ = picked(ids, content, device)
+        states = torch.stack([h.flatten(0, 1) for h in hidden])
+        sums.index_add_(1, token_ids, states.index_select(1, where).double())
+
+    def float32(sums: Any, hidden: Any, ids: Any, content: Any) -> None:
+        where, token_ids, _ = picked(ids, content, device)
+        for layer_sums, h in zip(sums, hidden):
+            layer_sums.index_add_(0, token_ids, h.flatten(0, 1).index_select(0, where).float())
+
+    def segments(sums: Any, hidden: Any, ids: Any, content: Any) -> None:
+        where = torch.nonzero(content.flatten()).squeeze(1).numpy()
+        token_ids = ids.flatten().numpy()[where]
+        order = np.argsort(token_ids, kind="stable")
+        ordered = token_ids[order]
+        first = np.r_[True, ordered[1:] != ordered[:-1]]
+        seen, segment = ordered[first], np.cumsum(first) - 1
+        pin = device.type == "cuda"
+        moved = []
+        for array in (where[order], segment, seen):
+            t = torch.from_numpy(np.ascontiguousarray(array))
+            moved.append((t.pin_memory() if pin else t).to(device, non_blocking=pin))
+        rows, segment_t, seen_t = moved
+        for layer_sums, h in zip(sums, hidden):
+            part = torch.zeros(len(seen), h.shape[-1], dtype=torch.float32, device=device)
+            part.index_add_(0, segment_t, h.flatten(0, 1).index_select(0, rows).float())
+            layer_sums.index_add_(0, seen_t, part.double())
+
+    def zeros(dtype: Any) -> Any:
+        return torch.zeros(layers, pieces, dim, dtype=dtype, device=device)
+
+    return {
+        "product": (PieceSums(tuple(range(layers)), pieces, dim), product),
+        "stacked": (zeros(torch.float64), stacked),
+        "float32": (zeros(torch.float32), float32),
+        "segments": (zeros(torch.float64), segments),
+    }
+
+
+def sums_of(state: Any, layers: int) -> np.ndarray:
+    """A way's sums as a (layers, pieces, d) float64 array."""
+    if hasattr(state, "state"):
+        saved = state.state()
+        return np.stack([saved[f"sums{layer}"] for layer in range(layers)])
+    return np.asarray(state.double().cpu().numpy())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--layers", type=int, default=13)
+    parser.add_argument("--tokens", type=int, default=32768, help="padded tokens a batch (the GPU's token budget)")
+    parser.add_argument("--dim", type=int, default=768)
+    parser.add_argument("--pieces", type=int, default=30522)
+    args = parser.parse_args()
+    import torch
+
+    device = torch.device(args.device)
+    data = batches(args.batches + 3, args.layers, args.tokens, args.dim, args.pieces, device)
+    results: dict[str, np.ndarray] = {}
+    for name, (state, add) in ways(args.layers, args.pieces, args.dim, device).items():
+        for batch in data[:3]:  # warm-up: the kernels' first calls, the allocator
+            add(state, *batch)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        host, start = 0.0, time.perf_counter()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(2)] if device.type == "cuda" else []
+        if events:
+            events[0].record()
+        for batch in data[3:]:
+            t0 = time.perf_counter()
+            add(state, *batch)
+            host += time.perf_counter() - t0
+        if events:
+            events[1].record()
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+        gpu = f"{events[0].elapsed_time(events[1]) / args.batches:7.2f}" if events else "      -"
+        results[name] = sums_of(state, args.layers)
+        print(f"{name:9s} host {1000 * host / args.batches:7.2f} ms/batch  device {gpu} ms/batch  "
+              f"wall {1000 * wall / args.batches:7.2f} ms/batch")  # fmt: skip
+    reference = results["product"]
+    scale = float(np.abs(reference).max()) or 1.0
+    for name, sums in results.items():
+        print(f"{name:9s} largest difference from the product's sums: {np.abs(sums - reference).max() / scale:.2e} "
+              "of the largest sum")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
