@@ -155,7 +155,8 @@ elif [ "$part" = bin ]; then
 elif [ "$part" = spy ]; then
     setup
     sample
-    prefix=("$site/bin/py-spy" record --nonblocking --idle -t -r 20 -f raw -o "$out/gutenberg-bin-spy.txt" --)  # 50 a second fell behind (sixth session)
+    # 20 samples a second: 50 fell 38 s behind in the sixth session
+    prefix=("$site/bin/py-spy" record --nonblocking --idle -t -r 20 -f raw -o "$out/gutenberg-bin-spy.txt" --)
     gutenberg gutenberg-bin-spy "$PWD" "$work/gutenberg.txt" --formats bin
     prefix=()
     gutenberg gutenberg-bin "$PWD" "$work/gutenberg.txt" --formats bin
