@@ -42,17 +42,16 @@ def batches(n: int, layers: int, tokens: int, dim: int, pieces: int, device: Any
     return out
 
 
-def picked(ids: Any, content: Any, device: Any) -> tuple[Any, Any, np.ndarray]:
-    """The product's host part: the content tokens' positions and ids, on the device; the ids on the host too."""
+def picked(ids: Any, content: Any, device: Any) -> tuple[Any, Any]:
+    """The product's host part: the content tokens' positions and ids, on the device."""
     import torch
 
     where = torch.nonzero(content.flatten()).squeeze(1)
     token_ids = ids.flatten()[where]
     pin = device.type == "cuda"
-    host = token_ids.numpy()
     if pin:
         where, token_ids = where.pin_memory(), token_ids.pin_memory()
-    return where.to(device, non_blocking=pin), token_ids.to(device, non_blocking=pin), host
+    return where.to(device, non_blocking=pin), token_ids.to(device, non_blocking=pin)
 
 
 def ways(layers: int, pieces: int, dim: int, device: Any) -> dict[str, tuple[Any, Callable[..., None]]]:
@@ -65,12 +64,12 @@ def ways(layers: int, pieces: int, dim: int, device: Any) -> dict[str, tuple[Any
         state.observe(hidden, ids, content)
 
     def stacked(sums: Any, hidden: Any, ids: Any, content: Any) -> None:
-        where, token_ids, _ = picked(ids, content, device)
+        where, token_ids = picked(ids, content, device)
         states = torch.stack([h.flatten(0, 1) for h in hidden])
         sums.index_add_(1, token_ids, states.index_select(1, where).double())
 
     def float32(sums: Any, hidden: Any, ids: Any, content: Any) -> None:
-        where, token_ids, _ = picked(ids, content, device)
+        where, token_ids = picked(ids, content, device)
         for layer_sums, h in zip(sums, hidden):
             layer_sums.index_add_(0, token_ids, h.flatten(0, 1).index_select(0, where).float())
 
