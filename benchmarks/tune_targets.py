@@ -1,12 +1,16 @@
 """Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, each word alone, bags of words.
 
-    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags] [--bags 0.5] [--seed 0]
-        [--word-benchmarks simlex999,men,ws353,rw]
+    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags,topics,swaps] [--bags 0.5]
+        [--topic-share 0.5] [--swap-rate 0.3] [--no-run-bags] [--seed 0] [--word-benchmarks simlex999,men,ws353,rw]
 
 STS sentences are short (about ten words), the corpus sentences a run keeps as targets longer. ``spans``
 adds, for each kept sentence of eight words or more, one seeded span of 3 to 15 of its words; ``words`` adds
 each alphabetic word of the set read alone; ``bags`` adds ``--bags`` per kept sentence of the bags of words
-``distill run --teacher-bags`` draws (trained on, never held out, as ``distill tune`` does). The teacher (the
+``distill run --teacher-bags`` draws (trained on, never held out, as ``distill tune`` does); ``topics`` as many
+bags on one topic each (a seed word and ``--topic-share`` of the bag from its nearest words, the teacher reading
+each of the language's words alone); ``swaps`` as many kept sentences with each of the language's words swapped,
+at ``--swap-rate``, for one of its ten nearest (both trained on, never held out). ``--no-run-bags`` leaves out
+the bags the run kept itself. The teacher (the
 run's model through sentence-transformers) embeds the added texts; the export table is trained as ``distill
 tune`` trains it (defaults, cosine loss) on the kept sentences plus the added ones, nothing written to the run,
 and every blend is scored as the model2vec export reads sentences: all pairs of STS 2012-2014 (dev) and the MTEB splits.
@@ -17,6 +21,7 @@ pairs the set covers (Spearman x100, pairs covered), as ``distill evaluate`` sco
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from typing import Any
 
@@ -28,7 +33,7 @@ from distill.config import Oov
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.report import EvalOptions, score_vectors
 from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
-from distill.lexicon import word_bags
+from distill.lexicon import BAG_WORDS, frequent_words, nearest_words, word_bags
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
@@ -57,6 +62,31 @@ def spans(texts: list[str], seed: int = 0) -> list[str]:
     return out
 
 
+@functools.cache
+def language_neighbours(teacher: SentenceTransformer) -> tuple[list[str], np.ndarray]:
+    """The words bags are drawn from and each one's nearest such words (itself first), by the teacher's reading of
+    each word alone, as ``distill run --bag-topics`` finds them."""
+    words = frequent_words(BAG_WORDS)
+    return words, nearest_words(teacher.encode(words, batch_size=512, show_progress_bar=False))
+
+
+def swapped(texts: list[str], n: int, seed: int, teacher: SentenceTransformer, rate: float, k: int = 10) -> list[str]:
+    """``n`` seeded kept sentences with each word of the language's list swapped, at ``rate``, for one of its
+    ``k`` nearest words: the corpus's syntax around the language's (modern) words."""
+    words, near = language_neighbours(teacher)
+    position = {w: i for i, w in enumerate(words)}
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in rng.choice(len(texts), size=min(n, len(texts)), replace=False):
+        tokens = texts[t].split()
+        for j, token in enumerate(tokens):
+            i = position.get(token.lower())
+            if i is not None and rng.random() < rate:
+                tokens[j] = words[near[i, rng.integers(1, k + 1)]]
+        out.append(" ".join(tokens))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
@@ -64,6 +94,9 @@ def main() -> None:
     parser.add_argument("--extra", default="none,spans,words")
     parser.add_argument("--blends", default="0.5,0.75,1")
     parser.add_argument("--bags", type=float, default=0.5, help="bags added per kept sentence")
+    parser.add_argument("--topic-share", type=float, default=0.5, help="share of a topic bag near its seed")
+    parser.add_argument("--swap-rate", type=float, default=0.3, help="of a word in a swapped sentence")
+    parser.add_argument("--no-run-bags", action="store_true", help="leave out the bags the run itself kept")
     parser.add_argument("--seed", type=int, default=0, help="of the bags, spans and the tuning")
     parser.add_argument("--word-benchmarks", default="", help="also score the words, e.g. simlex999,men,ws353,rw")
     args = parser.parse_args()
@@ -76,6 +109,8 @@ def main() -> None:
     is_bag = (np.arange(len(texts)) >= len(texts) - run_bags)[keep]  # the run's own bags (--teacher-bags)
     bag_ids, bag_targets = [i for i, b in zip(ids, is_bag) if b], targets[is_bag]
     ids, targets, texts = [i for i, b in zip(ids, is_bag) if not b], targets[~is_bag], texts[: len(texts) - run_bags]
+    if args.no_run_bags:
+        bag_ids, bag_targets = [], bag_targets[:0]
     teacher = SentenceTransformer(run.manifest()["model"]["source"], device="cpu")
     pairs = load_sts()
     benchmarks = [b for b in args.word_benchmarks.split(",") if b]
@@ -90,6 +125,10 @@ def main() -> None:
             "spans": lambda: spans(texts, args.seed),
             "words": lambda: [w for w in table.words if w.isalpha()],
             "bags": lambda: word_bags(int(args.bags * len(texts)), args.seed),
+            "topics": lambda: word_bags(
+                int(args.bags * len(texts)), args.seed, near=language_neighbours(teacher)[1], share=args.topic_share
+            ),
+            "swaps": lambda: swapped(texts, int(args.bags * len(texts)), args.seed, teacher, args.swap_rate),
         }[extra]()
         t0 = time.perf_counter()
         all_ids, all_targets = ids, targets
@@ -97,7 +136,7 @@ def main() -> None:
             embedded = teacher.encode(added, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
             added_ids, added_keep = table.sentence_ids(added)
             all_ids, all_targets = ids + added_ids, np.concatenate([targets, embedded[added_keep]])
-        train_only = len(bag_ids) + (len(all_ids) - len(ids) if extra == "bags" else 0)
+        train_only = len(bag_ids) + (len(all_ids) - len(ids) if extra in ("bags", "topics", "swaps") else 0)
         all_ids, all_targets = all_ids + bag_ids, np.concatenate([all_targets, bag_targets])  # bags last, as
         t1 = time.perf_counter()  # distill tune trains on them: never held out
         result = tune(table.start, all_ids, all_targets, TuneOptions(seed=args.seed), train_only=train_only)

@@ -73,6 +73,7 @@ def run(
     pieces: bool | None = None,
     teacher: bool = False,
     teacher_bags: int = 0,
+    bag_topics: float = 0.0,
     tune_blend: float | None = None,
     store_dtype: DType | str = "auto",
     store: StoreKind | str = "auto",

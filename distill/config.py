@@ -440,6 +440,14 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    bag_topics: float = option(
+        0.0,
+        "With --teacher-bags: put each bag on one topic, as a sentence is: a seed word, then this share of the "
+        "bag drawn from its 30 nearest words (the model reading each of the 50,000 words alone, cosine). 0: bags "
+        "of unrelated words.",
+        OUTPUT,
+        Effect.FILES,
+    )
     tune_blend: float | None = option(
         None,
         "With --best and --teacher: then tune the recommended set toward the teacher's embeddings and recommend "
@@ -611,12 +619,7 @@ def _check_numbers(config: RunConfig) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
     for name in ("max_vocab", "workers", "max_length"):
         _positive(name, getattr(config, name), allow_none=True)
-    if config.seed < 0:
-        raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
-    if not 0 <= config.alone_weight <= 100:
-        raise ConfigError(f"--alone-weight must be between 0 (off) and 100, not {config.alone_weight}")
-    if config.tune_blend is not None and not 0 < config.tune_blend <= 1:
-        raise ConfigError(f"--tune-blend must be above 0 and at most 1, not {config.tune_blend}")
+    _check_shares(config)
     if config.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0 seconds, got {config.checkpoint_every}")
     if config.max_length is not None and config.max_length < 8:
@@ -625,6 +628,16 @@ def _check_numbers(config: RunConfig) -> None:
         raise ConfigError(f"--stride must be >= 0, got {config.stride}")
     if config.max_length is not None and config.stride >= config.max_length // 2:
         raise ConfigError(f"--stride {config.stride} must be under half of --max-length {config.max_length}")
+
+
+def _check_shares(config: RunConfig) -> None:
+    if config.seed < 0:
+        raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
+    for name, most in (("alone_weight", 100), ("bag_topics", 1)):
+        if not 0 <= (value := getattr(config, name)) <= most:
+            raise ConfigError(f"--{name.replace('_', '-')} must be between 0 (off) and {most}, not {value}")
+    if config.tune_blend is not None and not 0 < config.tune_blend <= 1:
+        raise ConfigError(f"--tune-blend must be above 0 and at most 1, not {config.tune_blend}")
 
 
 def _check_device(config: RunConfig) -> None:
@@ -664,6 +677,8 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")
     if config.teacher_bags and not config.teacher:
         raise ConfigError("--teacher-bags adds to the teacher's embeddings: add --teacher")
+    if config.bag_topics and not config.teacher_bags:
+        raise ConfigError("--bag-topics puts the teacher's bags on topics: add --teacher-bags N")
     if config.teacher_bags or config.language_words:  # before the encoding, not after it
         check_installed("wordfreq", "lexicon", "--teacher-bags (0: off)" if config.teacher_bags else "--language-words")
     if config.engine is Engine.RAY and (config.pieces or config.teacher):

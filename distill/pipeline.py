@@ -20,10 +20,11 @@ from typing import Any, TypeVar
 from distill.analysis.measures import IntraSentence
 from distill.config import Engine, Pooling, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
+from distill.encoders import Encoder
 from distill.encoding.alone import read_texts
 from distill.encoding.driver import encode_pass
 from distill.encoding.workers import given_or_own_pool
-from distill.lexicon import word_bags
+from distill.lexicon import BAG_WORDS, frequent_words, nearest_words, word_bags
 from distill.names import set_name
 from distill.occurrences import plan_sample
 from distill.parallel import Mapper
@@ -76,6 +77,17 @@ def count_vocabulary(
     )  # fmt: skip
     work.save_vocabulary(vocab, stats)
     return vocab, stats
+
+
+def draw_bags(config: RunConfig, encoder: Encoder, teacher: TeacherTargets, work: WorkDir) -> list[str]:
+    """``--teacher-bags``; with ``--bag-topics``, on topics given by the teacher's reading of each of the bags'
+    words alone (its blocks kept in the work folder, as the bags' are)."""
+    near = None
+    if config.bag_topics:
+        words, reader = frequent_words(BAG_WORDS), teacher.empty()
+        read_texts(encoder, words, [reader], config.batch_size, config.progress, "reading the bags' words", work.texts)
+        near = nearest_words(reader.embeddings())
+    return word_bags(config.teacher_bags, config.seed, top=BAG_WORDS, near=near, share=config.bag_topics)
 
 
 def host_workers(config: RunConfig) -> int | None:
@@ -139,7 +151,7 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         opened.encoded = True
         if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads the blocks it lacks
             with timings("teacher_bags"):
-                bags = word_bags(config.teacher_bags, config.seed)
+                bags = draw_bags(config, encoder, teacher, work)
                 read_texts(
                     encoder, bags, [teacher], config.batch_size, config.progress, "reading word bags", work.texts
                 )

@@ -13,7 +13,7 @@ from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
 from distill.derive import DerivePooling
 from distill.serve.compress import Scale
-from distill.tune.options import MODEL_BAGS, TuneOptions
+from distill.tune.options import MODEL_BAG_TOPICS, MODEL_BAGS, TuneOptions
 from distill.vectors.faiss_index import IndexKind
 from distill.vectors.postprocess import Combine
 
@@ -299,6 +299,15 @@ def model(
             "words the corpus lacks (see distill run --help; 0: off).",
         ),
     ] = MODEL_BAGS,
+    bag_topics: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Put each bag on one topic: this share of it from a seed word's nearest words (see distill run "
+            "--help; 0: bags of unrelated words).",
+        ),
+    ] = MODEL_BAG_TOPICS,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -313,7 +322,8 @@ def model(
     with user_errors():
         check_dtype(dtype, EXPORT_DTYPES, "--dtype")  # before minutes of distillation, not after
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
-                             best=True, teacher=True, teacher_bags=teacher_bags, model_words=True,
+                             best=True, teacher=True, teacher_bags=teacher_bags,
+                             bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
                              split_sentences=True, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
             config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words)

@@ -10,6 +10,7 @@ from distill.errors import ConfigError
 
 LOSSES = ("cosine", "mse", "contrastive", "relational")
 MODEL_BAGS = 50_000  # bags of words distill model tunes on beside the corpus sentences (--teacher-bags)
+MODEL_BAG_TOPICS = 0.5  # the share of each of those bags drawn from its seed word's nearest words (--bag-topics)
 
 
 @dataclass(frozen=True)

@@ -88,3 +88,56 @@ def test_tuning_counts_the_bags_apart_and_the_card_names_them(tiny_bert_dir, tmp
     assert done.returncode == 0 and f"tuned on {sentences:,} sentences and 40 bags;" in done.stdout, done.stderr
     _, _, plain = tune_run(run.out, options=TuneOptions(epochs=1, batch_size=16, bags=False))
     assert plain.bags == 0 and plain.sentences == sentences  # --no-bags: the corpus sentences alone
+
+
+def test_topic_bags_draw_their_share_from_one_seed_words_neighbours():
+    pytest.importorskip("wordfreq")
+    top = frequent_words(50_000)
+    groups = np.minimum(np.arange(len(top)) // 31, len(top) // 31 - 1)  # made-up neighbourhoods: blocks of 31
+    near = (31 * groups)[:, None] + np.arange(31)
+    rank = {w: i for i, w in enumerate(top)}
+    for share, least in ((1.0, 1.0), (0.5, 0.5)):
+        bags = word_bags(300, seed=3, near=near, share=share)
+        assert bags == word_bags(300, seed=3, near=near, share=share)
+        for bag in bags:
+            blocks = groups[[rank[w] for w in bag.split()]]
+            assert np.bincount(blocks).max() >= np.ceil(least * len(blocks)) and 5 <= len(blocks) <= 15
+    assert word_bags(300, seed=3, near=near, share=0.0) == word_bags(300, seed=3)  # share 0: the plain draw
+    with pytest.raises(ValueError, match="rows for"):
+        word_bags(3, seed=3, near=near[:10], share=0.5)
+
+
+def test_nearest_words_is_exact_cosine_search():
+    from distill.lexicon import nearest_words
+
+    vectors = np.random.default_rng(0).normal(size=(200, 16)).astype(np.float32) * np.arange(1, 201)[:, None]
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = np.argsort(-(unit @ unit.T), axis=1, kind="stable")[:, :5]
+    near = nearest_words(vectors, k=5)
+    assert near.shape == (200, 5) and (near[:, 0] == np.arange(200)).all()
+    np.testing.assert_array_equal(near, expected)
+
+
+def test_the_run_draws_topic_bags_from_the_teachers_reading_of_each_word(tiny_bert_dir, tmp_path, monkeypatch):
+    pytest.importorskip("wordfreq")
+    from transformers import AutoModel, AutoTokenizer
+
+    import distill.pipeline
+    from distill.lexicon import nearest_words
+
+    seen = []
+    monkeypatch.setattr(distill.pipeline, "BAG_WORDS", 300)  # the tiny model reads 300 words, not 50,000
+    monkeypatch.setattr(distill.pipeline, "nearest_words", lambda v: seen.append(v) or nearest_words(v))
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      teacher=True, teacher_bags=8, bag_topics=0.5, seed=2, min_count=3, max_occurrences=20,
+                      progress=False)  # fmt: skip
+    (embedded,) = seen
+    words = frequent_words(300)
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
+    with torch.no_grad():  # each word alone, pooled as the teacher pools: the mean of the last layer
+        alone = np.stack([model(**tokenizer(w, return_tensors="pt")).last_hidden_state[0].mean(0) for w in words])
+    np.testing.assert_allclose(embedded, alone, atol=1e-4, rtol=1e-4)
+    texts, _, bags = read_teacher(run.out)
+    expected = word_bags(8, seed=2, top=300, near=nearest_words(embedded), share=0.5)
+    assert bags == 8 and texts[-8:] == expected and expected != word_bags(8, seed=2, top=300)
+    assert run.manifest["config"]["bag_topics"] == 0.5
