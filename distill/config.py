@@ -619,7 +619,7 @@ def _check_numbers(config: RunConfig) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
     for name in ("max_vocab", "workers", "max_length"):
         _positive(name, getattr(config, name), allow_none=True)
-    _check_shares(config)
+    _check_ranges(config)
     if config.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0 seconds, got {config.checkpoint_every}")
     if config.max_length is not None and config.max_length < 8:
@@ -630,7 +630,7 @@ def _check_numbers(config: RunConfig) -> None:
         raise ConfigError(f"--stride {config.stride} must be under half of --max-length {config.max_length}")
 
 
-def _check_shares(config: RunConfig) -> None:
+def _check_ranges(config: RunConfig) -> None:
     if config.seed < 0:
         raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
     for name, most in (("alone_weight", 100), ("bag_topics", 1)):
