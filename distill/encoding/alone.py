@@ -20,7 +20,8 @@ import torch
 from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
-from distill.encoding.batches import EncodeStats, MergingObserver, encode_batch, make_batch, prepare_chunk
+from distill.encoding.batches import EncodeStats, MergingObserver, encode_batch, make_batch
+from distill.encoding.prepare import prepare_sorted
 from distill.errors import ConfigError
 from distill.files import atomic_path, read_npz
 from distill.iterate import batched
@@ -81,8 +82,7 @@ def encode_alone(
             block = out[:, start : start + len(chunk)]
             path = None if saved is None else saved / alone_block(_digest(read, words[start : start + len(chunk)]))
             if path is None or not _load_block(path, block):
-                prepared = prepare_chunk(encoder, chunk, 0, stats)
-                for cut in batched(prepared, batch_size):
+                for cut in batched(prepare_sorted(encoder, chunk, 0, stats), batch_size):
                     rows, vectors = encode_batch(encoder, layers, make_batch(cut, chunk), stats)
                     out[:, rows] = vectors.cpu().numpy()
                 if path is not None:
@@ -119,7 +119,9 @@ def read_texts(
 ) -> None:  # fmt: skip
     """Show the model's reading of each of ``texts`` (each one window: short texts) to the ``observers``, as the
     encoding pass shows them corpus sentences; the text numbered i has the sentence id ``-1 - i``, outside the
-    corpus walk's. ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.texts`) where the
+    corpus walk's. The texts run in batches of like length, so each observer's state must not depend on the
+    order it saw them in (:class:`~distill.tune.teacher.TeacherTargets` keeps them in the order given). ``saved``: a
+    folder of a run's work folder (:attr:`~distill.workdir.WorkDir.texts`) where the
     observers' sums of each block of :data:`BLOCK` texts are kept once read, named for the texts and how they were
     read (the encoder, the batch size and each observer's ``repr``), so that a killed run goes on from the blocks
     it has, with the same sums as a run never stopped."""
@@ -135,7 +137,7 @@ def read_texts(
             states = None if path is None else _load_states(path, len(observers))
             if states is None:
                 parts = [observer.empty() for observer in observers]
-                for cut in batched(prepare_chunk(encoder, chunk, 0, stats), batch_size):
+                for cut in batched(prepare_sorted(encoder, chunk, 0, stats), batch_size):
                     encode_batch(encoder, (encoder.n_layers,), make_batch(cut, chunk), stats, parts)
                 states = [part.state() for part in parts]
                 if path is not None:

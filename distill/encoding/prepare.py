@@ -102,6 +102,13 @@ def prepare_chunk(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats
     return prepared
 
 
+def prepare_sorted(model: Tokenizing, jobs: list[SentenceJob], stride: int, stats: EncodeStats) -> list[PreparedWindow]:
+    """:func:`prepare_chunk`, the windows sorted by length (stably): batches cut from them in order pad little."""
+    prepared = prepare_chunk(model, jobs, stride, stats)
+    prepared.sort(key=lambda p: len(p.window.ids))
+    return prepared
+
+
 def token_batches(prepared: Sequence[PreparedWindow], budget: int) -> Iterator[list[PreparedWindow]]:
     """Length-sorted windows cut into batches of at most ``budget`` padded tokens (a window longer than the
     budget runs alone): a GPU needs tens of thousands of tokens per kernel launch, not 64 short sentences."""

@@ -28,7 +28,7 @@ from distill.encoding.prepare import (
     bounds,
     cut_batches,
     make_batch,
-    prepare_chunk,
+    prepare_sorted,
 )
 from distill.occurrences import SentenceJob
 from distill.parallel import Shared, WorkerPool, with_items
@@ -72,9 +72,7 @@ def writer_threads() -> int:
 def sort_prepared(model: Tokenizing, jobs: list[SentenceJob], stride: int) -> tuple[list[PreparedWindow], EncodeStats]:
     """One chunk's windows, aligned and sorted by length, and what preparing it counted."""
     counts = EncodeStats()
-    prepared = prepare_chunk(model, jobs, stride, counts)
-    prepared.sort(key=lambda p: len(p.window.ids))
-    return prepared, counts
+    return prepare_sorted(model, jobs, stride, counts), counts
 
 
 @dataclass(frozen=True)

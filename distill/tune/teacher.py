@@ -101,9 +101,13 @@ class TeacherTargets:
         return np.vstack(self.rows) / np.maximum(np.array(self.counts, dtype=np.float32), 1)[:, None]
 
     def state(self) -> dict[str, np.ndarray]:
+        """The sentences in the order first seen, then the texts read apart (ids below zero) in the order given:
+        :func:`~distill.encoding.alone.read_texts` runs them in batches of like length."""
         ids = np.array(list(self.index), dtype=np.int64)
-        return {"ids": ids, "sums": np.vstack(self.rows) if self.rows else np.zeros((0, 0), np.float32),
-                "counts": np.array(self.counts, dtype=np.int64), "texts": _pack(self.texts)}  # fmt: skip
+        order = np.lexsort((np.where(ids < 0, -ids, 0), ids < 0))  # stable: the corpus's sentences keep theirs
+        sums = np.vstack(self.rows)[order] if self.rows else np.zeros((0, 0), np.float32)
+        return {"ids": ids[order], "sums": sums, "counts": np.array(self.counts, dtype=np.int64)[order],
+                "texts": _pack([self.texts[i] for i in order])}  # fmt: skip
 
     def load_state(self, state: dict[str, np.ndarray]) -> None:
         self.index = {int(i): row for row, i in enumerate(state["ids"])}

@@ -99,3 +99,30 @@ def test_a_link_among_the_kept_blocks_of_texts_is_never_followed(tiny_bert_dir, 
     alone.read_texts(encoder, WORDS, [again], saved=saved)
     np.testing.assert_array_equal(again.embeddings(), fresh.embeddings())
     assert not block.is_symlink() and outside.read_bytes() == before  # read again, the link replaced, not followed
+
+
+def test_texts_of_every_length_run_sorted_and_come_back_in_the_order_given(tiny_bert_dir, monkeypatch):
+    from distill.tune.teacher import TeacherTargets
+
+    encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (2,))
+    texts = [" ".join(WORDS[: 1 + (i * 3) % len(WORDS)]) for i in range(9)]  # lengths out of order
+    widths, encode_batch = [], alone.encode_batch
+
+    def counted(model, layers, batch, *args, **kwargs):
+        widths.append(int(batch.lengths.max()))
+        return encode_batch(model, layers, batch, *args, **kwargs)
+
+    monkeypatch.setattr(alone, "encode_batch", counted)
+    together = TeacherTargets(2)
+    alone.read_texts(encoder, texts, [together], batch_size=3)
+    assert widths == sorted(widths) and len(widths) == 3  # like lengths batched together, shortest first
+    assert together.texts == texts
+    for i, text in enumerate(texts):  # each row is its own text's, as when read by itself
+        by_itself = TeacherTargets(2)
+        alone.read_texts(encoder, [text], [by_itself], batch_size=1)
+        np.testing.assert_allclose(together.embeddings()[i], by_itself.embeddings()[0], rtol=1e-4, atol=1e-5)
+    state = together.state()
+    assert list(state["ids"]) == [-1 - i for i in range(len(texts))]
+    words = alone.encode_alone(encoder, texts[:5], (2,), batch_size=2)
+    for i, text in enumerate(texts[:5]):
+        np.testing.assert_allclose(words[:, i], alone.encode_alone(encoder, [text], (2,))[:, 0], rtol=1e-4, atol=1e-5)
