@@ -120,11 +120,11 @@ def read_texts(
     """Show the model's reading of each of ``texts`` (each one window: short texts) to the ``observers``, as the
     encoding pass shows them corpus sentences; the text numbered i has the sentence id ``-1 - i``, outside the
     corpus walk's. The texts run in batches of like length, so each observer's state must not depend on the
-    order it saw them in (:class:`~distill.tune.teacher.TeacherTargets` keeps them in the order given). ``saved``: a
-    folder of a run's work folder (:attr:`~distill.workdir.WorkDir.texts`) where the
-    observers' sums of each block of :data:`BLOCK` texts are kept once read, named for the texts and how they were
-    read (the encoder, the batch size and each observer's ``repr``), so that a killed run goes on from the blocks
-    it has, with the same sums as a run never stopped."""
+    order it saw them in (:class:`~distill.tune.teacher.TeacherTargets` keeps them in the order given).
+    ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.texts`) where the observers' sums
+    of each block of :data:`BLOCK` texts are kept once read, named for the texts and how they were read (the
+    encoder, the batch size and each observer's ``repr``), so that a killed run goes on from the blocks it has,
+    with the same sums as a run never stopped."""
     jobs = [SentenceJob(-1 - i, text, np.array([0]), np.array([len(text)]), np.array([i])) for i, text in
             enumerate(texts)]  # fmt: skip
     stats = EncodeStats()
