@@ -14,6 +14,11 @@
 #   bash benchmarks/gpu_session.sh knobs    # one device call, the same carry: ways to add the piece sums timed
 #                                           # (benchmarks/piece_sums.py), then the sample with --formats bin at token
 #                                           # budgets 16,384/32,768/65,536, without piece sums, with 8 workers
+#   bash benchmarks/gpu_session.sh prep     # device call 1, the same carry: wheels, model, corpora set up
+#   bash benchmarks/gpu_session.sh minilm   # device call 2 within 30 s of it, carry .gpu2/minilm (MiniLM's weights
+#                                           # and the sample do not fit one carry): MiniLM's bare forward beside its
+#                                           # pipeline on STS and the sample, then the sample end to end with MiniLM
+#                                           # (twice) and with the random BERT-base, --formats bin
 #
 # Part all is a whole session in one call (a lease of 15 minutes allows one): the 12M-word Gutenberg run of every
 # layer with the code in .gpu/old (the commit to compare: `mkdir -p .gpu/old && git archive COMMIT distill | tar -x
@@ -31,7 +36,7 @@
 # with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1, 2, host, all, bin, spy, base or knobs"}
+part=${1:?"which part: 1, 2, host, all, bin, spy, base, knobs, prep or minilm"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -74,7 +79,7 @@ gutenberg() {  # gutenberg NAME PYTHONPATH CORPUS [OPTION...]: the run of every 
     PYTHONPATH="$site:$path" python3 -c "import distill; print('$name: distill from', distill.__file__)" >> "$out/device.log"
     local began=$EPOCHREALTIME
     PYTHONPATH="$site:$path" step "$name" ${prefix[@]+"${prefix[@]}"} python3 -m distill run \
-        --model "$work/bert-base-random" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
+        --model "${model:-$work/bert-base-random}" --corpus "$corpus" --sampling greedy --max-occurrences 25 --min-count 3 \
         --layers all --pooling mean --device "$device" --no-progress --out "$work/run" -v "$@"
     local wall
     wall=$(python3 -c "print(round($EPOCHREALTIME - $began, 2))")  # the process's whole life, imports included
@@ -173,6 +178,21 @@ elif [ "$part" = knobs ]; then  # the sample with --formats bin under the option
     gutenberg gutenberg-no-pieces "$PWD" "$work/gutenberg.txt" --formats bin --no-pieces
     gutenberg gutenberg-workers-8 "$PWD" "$work/gutenberg.txt" --formats bin --tokenize-workers 8
     gutenberg gutenberg-default-again "$PWD" "$work/gutenberg.txt" --formats bin
+elif [ "$part" = prep ]; then
+    setup
+    sample
+elif [ "$part" = minilm ]; then  # after prep, on the same machine
+    [ -f "$work/gutenberg.txt" ] || { echo "run part prep first, on the same warm machine" >&2; exit 2; }
+    (nvidia-smi --query-gpu=name,memory.total --format=csv || true) > "$out/device.log" 2>&1
+    minilm="$PWD/.gpu2/minilm"
+    for corpus in sts gutenberg; do
+        step "minilm-all-$corpus" python3 benchmarks/throughput.py --model "$minilm" --layers all --device "$device" \
+            --corpus "$work/$corpus.txt" --chunk-size 4096
+    done
+    prefix=()
+    model=$minilm gutenberg gutenberg-minilm "$PWD" "$work/gutenberg.txt" --formats bin
+    model=$minilm gutenberg gutenberg-minilm-again "$PWD" "$work/gutenberg.txt" --formats bin
+    model="" gutenberg gutenberg-bert "$PWD" "$work/gutenberg.txt" --formats bin
 elif [ "$part" = base ]; then
     setup
     sample
@@ -183,6 +203,6 @@ elif [ "$part" = base ]; then
     [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
         --lines 2000 --model-dir "$work/bert-check"
 else
-    echo "part must be 1, 2, host, all, bin, spy, base or knobs" >&2
+    echo "part must be 1, 2, host, all, bin, spy, base, knobs, prep or minilm" >&2
     exit 2
 fi
