@@ -108,7 +108,9 @@ def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
     from distill.tune.train import tune_run
 
     options = TuneOptions(blend=blend, seed=config.seed)
-    name, kv, _ = tune_run(result.out, "best", options=options, progress=config.progress, recommend=True)
+    name, kv, _ = tune_run(
+        result.out, "best", options=options, progress=config.progress, recommend=True, device=config.device
+    )
     return RunResult(out=result.out, vectors={**result.vectors, name: kv}, manifest=RunDir(result.out).manifest())
 
 

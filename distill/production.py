@@ -88,10 +88,11 @@ def build_model(
     dtype: str = "float32",
     dims: int | None = None,
     top_words: int | None = None,
+    device: str = "cpu",
 ) -> tuple[list[Path], list[str]]:
-    """Tune (if ``tune_epochs``) and keep the tuned set only where it helps (a higher STS mean on the dev years,
-    2012-2014); export both folders (made smaller as ``dtype``, ``dims`` and ``top_words`` ask: the
-    sentence-transformers folder stays float32), score them, write the card; returns the folders and a
+    """Tune (if ``tune_epochs``, on ``device``) and keep the tuned set only where it helps (a higher STS mean on
+    the dev years, 2012-2014); export both folders (made smaller as ``dtype``, ``dims`` and ``top_words`` ask:
+    the sentence-transformers folder stays float32), score them, write the card; returns the folders and a
     summary."""
     from distill.tune.options import TuneOptions
     from distill.tune.train import tune_run
@@ -101,7 +102,9 @@ def build_model(
     pairs = load_sts()
     candidates = {best: score_inputs([run.path], best, pairs)[0]}
     if tune_epochs:
-        tuned, _, _ = tune_run(run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress)
+        tuned, _, _ = tune_run(
+            run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress, device=device
+        )
         candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
     exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
     folders = []

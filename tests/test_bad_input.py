@@ -344,3 +344,7 @@ def test_reading_words_alone_without_the_runs_model_is_one_clear_line(tiny_bert_
                 "--out", str(tmp_path / "eval"))  # fmt: skip
     _one_error(done, "read alone by the run's model", "not there any more", "--oov pieces")
     assert not (tmp_path / "eval").exists()
+
+
+def test_tuning_on_an_unknown_device_is_one_clear_line(tmp_path):
+    _one_error(_cli("tune", str(tmp_path), "--device", "gpu"), "unknown device 'gpu'")

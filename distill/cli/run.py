@@ -252,19 +252,28 @@ def tune(
             "--recommend", help="Make the tuned set the run's recommended set (what --set best, export and load pick)."
         ),
     ] = False,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="Where the table trains: auto (a CUDA GPU when there is one, else the CPU), cpu or cuda[:N]."
+        ),
+    ] = "auto",
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Train a set toward the teacher: each sentence's mean word vector should point where the teacher's
     embedding of it points (the bags of words of --teacher-bags too, never held out). Writes the set SET.tuned
     into the run (export it like any other set)."""
-    from distill.tune.train import tune_run
+    from distill.tune.train import tune_run, tuning_device
 
     setup_logging(verbose, progress)
     with user_errors():
+        tuning_device(device)  # a device this machine lacks is an error before the tables load
         options = TuneOptions(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, blend=blend, seed=seed,
                               loss=loss, shared_map=shared_map, bags=bags)  # fmt: skip
-        name, kv, result = tune_run(run_dir, vector_set, options=options, progress=progress, recommend=recommend)
+        name, kv, result = tune_run(
+            run_dir, vector_set, options=options, progress=progress, recommend=recommend, device=device
+        )
     best = result.history[result.best_epoch]
     targets = f"{result.sentences - result.bags:,} sentences" + (f" and {result.bags:,} bags" if result.bags else "")
     typer.echo(
@@ -326,7 +335,7 @@ def model(
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
                              split_sentences=True, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
-            config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words)
+            config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words, config.device)
         )
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from distill.encoders.huggingface import resolve_device
 from distill.errors import ConfigError
 from distill.files import atomic_path
 from distill.names import set_files, tuned_map_name
@@ -82,6 +83,15 @@ def bag_batches(
     return out
 
 
+def tuning_device(device: str) -> torch.device:
+    """Where a table trains: the GPU ``device`` names (auto: one when there is one), else the CPU, since the
+    lazy Adam's sparse rows are for CUDA and CPUs."""
+    if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N")
+    on = resolve_device(device)
+    return on if on.type == "cuda" else torch.device("cpu")
+
+
 def held_out_split(n: int, train_only: int, share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A seeded ``share`` of the first ``n - train_only`` targets held out, and the rest with the last
     ``train_only`` (bags of words, never held out) to train on."""
@@ -112,7 +122,7 @@ class Student(torch.nn.Module):
         """The trained table as an export reads it: the map applied to every row (a mean of mapped rows is the
         mapped mean)."""
         rows = self.bag.weight.detach()
-        return (rows if self.map is None else rows @ self.map.weight.detach().T).numpy().copy()
+        return (rows if self.map is None else rows @ self.map.weight.detach().T).cpu().numpy().copy()
 
     def optimizers(self, learning_rate: float) -> list[torch.optim.Optimizer]:
         """Adam for the rows, lazily (a row moves only in the steps whose batch holds it), and for the map."""
@@ -134,7 +144,9 @@ def batch_loss(
     the squared gap between the batch's cosine matrix and the teacher's (only the similarities, what STS scores).
     """
     flat, offsets, rows = batch
-    means, goal = model(flat, offsets), targets[rows]
+    device = targets.device
+    means = model(flat.to(device), offsets.to(device))
+    goal = targets[torch.from_numpy(rows).to(device)]
     if options.loss == "cosine":
         return 1 - functional.cosine_similarity(means, goal, dim=1).mean()
     if options.loss == "mse":
@@ -142,7 +154,7 @@ def batch_loss(
     student, teacher = functional.normalize(means, dim=1), functional.normalize(goal, dim=1)
     if options.loss == "contrastive":
         logits = student @ teacher.T / options.temperature
-        return functional.cross_entropy(logits, torch.arange(len(rows)))
+        return functional.cross_entropy(logits, torch.arange(len(rows), device=device))
     return ((student @ student.T - teacher @ teacher.T) ** 2).mean()
 
 
@@ -164,11 +176,13 @@ def tune(
     options: TuneOptions = TuneOptions(),
     progress: bool = False,
     train_only: int = 0,
+    device: str = "cpu",
 ) -> TuneResult:
     """Train the rows ``vectors`` (n_rows, dim) so that the mean of each sentence's rows (``ids``) points where
     the teacher's embedding of it (``targets``, one per sentence) points; with ``options.shared_map``, through one
     linear map trained with them and applied to every row of the result. The last ``train_only`` targets (bags of
-    words) are trained on but never held out: training stops on corpus sentences alone."""
+    words) are trained on but never held out: training stops on corpus sentences alone. ``device``: where the
+    table trains (:func:`tuning_device`); the result comes back to the host."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
@@ -178,12 +192,13 @@ def tune(
     torch.manual_seed(options.seed)
     rng = np.random.default_rng(options.seed)
     held, train = held_out_split(len(ids), train_only, options.held_out, rng)
-    goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32))
-    student = Student(vectors, options.shared_map)
+    on = tuning_device(device)
+    goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32)).to(on)
+    student = Student(vectors, options.shared_map).to(on)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
         corpus = bag_batches(ids, np.arange(len(ids) - train_only), 4096)  # the sentences, not the bags
         with torch.no_grad():
-            start = torch.cat([student(flat, offsets) for flat, offsets, _ in corpus])
+            start = torch.cat([student(flat.to(on), offsets.to(on)) for flat, offsets, _ in corpus])
         goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
     optimizers = student.optimizers(options.learning_rate)
     held_batches = bag_batches(ids, held, 4096)
@@ -199,14 +214,15 @@ def tune(
             loss.backward()
             for optimizer in optimizers:
                 optimizer.step()
-            losses.append(loss.item())
+            losses.append(loss.detach())  # read once an epoch: a GPU never waits for a step's loss
+        train_loss = torch.stack(losses).double().mean().item()
         held_loss = held_out_loss(student, held_batches, goal, options)
-        result.history.append({"epoch": epoch, "train": float(np.mean(losses)), "held_out": held_loss})
-        logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, np.mean(losses), held_loss)
+        result.history.append({"epoch": epoch, "train": train_loss, "held_out": held_loss})
+        logger.info("tune epoch %d: train %.4f, held out %.4f", epoch, train_loss, held_loss)
         if held_loss < best:
             best, result.best_epoch = held_loss, epoch
             result.vectors = student.table()
-            result.map = None if student.map is None else student.map.weight.detach().numpy().copy()
+            result.map = None if student.map is None else student.map.weight.detach().cpu().numpy().copy()
         elif epoch - result.best_epoch >= options.patience:
             break
     return result
@@ -255,6 +271,7 @@ def train_table(
     options: TuneOptions,
     progress: bool = False,
     sentences: int | None = None,
+    device: str = "cpu",
 ) -> TunedTable:
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
     (``sentences``: a seeded sample of that many of them, for learning curves)."""
@@ -268,7 +285,7 @@ def train_table(
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]
-    result = tune(table.start, ids, targets, options, progress, train_only=int(is_bag.sum()))
+    result = tune(table.start, ids, targets, options, progress, train_only=int(is_bag.sum()), device=device)
     result.bags = int(is_bag.sum())
     return TunedTable(**vars(table), result=result)
 
@@ -287,13 +304,14 @@ def tune_run(
     options: TuneOptions = TuneOptions(),
     progress: bool = False,
     recommend: bool = False,
+    device: str = "cpu",
 ) -> tuple[str, Any, TuneResult]:
     """Tune a set of a run (default: its recommended set) toward the teacher embeddings it kept; the tuned
     words are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
     ``--weighting none``, which ``auto`` chooses for it), its tuned pieces and its map for words read alone
-    beside it; ``recommend``: the tuned set becomes the run's recommended set."""
+    beside it; ``recommend``: the tuned set becomes the run's recommended set; ``device``: where it trains."""
     run = RunDir(run_dir)
-    table = train_table(run, run.resolve_set(vector_set), recipe, options, progress)
+    table = train_table(run, run.resolve_set(vector_set), recipe, options, progress, device=device)
     rows, words = table.blended(options.blend), table.words
     tuned_name = f"{table.name}.tuned"
     tuned = to_keyed_vectors(words, rows[: len(words)], table.counts)
