@@ -348,3 +348,10 @@ def test_reading_words_alone_without_the_runs_model_is_one_clear_line(tiny_bert_
 
 def test_tuning_on_an_unknown_device_is_one_clear_line(tmp_path):
     _one_error(_cli("tune", str(tmp_path), "--device", "gpu"), "unknown device 'gpu'")
+
+
+def test_distill_model_on_an_unknown_device_is_one_clear_line(tiny_bert_dir, tmp_path):
+    done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"),
+                "--teacher-bags", "0", "--device", "gpu")  # fmt: skip
+    _one_error(done, "unknown device 'gpu'")
+    assert not (tmp_path / "m").exists()

@@ -317,6 +317,13 @@ def model(
             "--help; 0: bags of unrelated words).",
         ),
     ] = MODEL_BAG_TOPICS,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="Where the teacher runs: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps; the tuning "
+            "runs there too when it is a CUDA GPU."
+        ),
+    ] = "auto",
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -333,7 +340,7 @@ def model(
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
                              best=True, teacher=True, teacher_bags=teacher_bags,
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
-                             split_sentences=True, progress=progress)  # fmt: skip
+                             split_sentences=True, device=device, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
             config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words, config.device)
         )
