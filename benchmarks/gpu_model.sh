@@ -20,7 +20,8 @@ out=${OUT:-outputs/gpu-model}
 root=${WORK:-/tmp/distill-model}
 model=${MODEL:-mpnet}
 lines=${LINES:-0}
-mkdir -p "$out" "$root"
+mkdir -p "$root"
+[ "$part" = carry ] || mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$root/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export DISTILL_DATA="$root/data" DISTILL_CACHE="$root/cache"
 
