@@ -640,12 +640,18 @@ def _check_ranges(config: RunConfig) -> None:
         raise ConfigError(f"--tune-blend must be above 0 and at most 1, not {config.tune_blend}")
 
 
+def check_device_name(device: str) -> None:
+    """ConfigError unless ``device`` is a name ``--device`` takes (whether this machine has it is checked where
+    the device is resolved)."""
+    if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
+        raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+
+
 def _check_device(config: RunConfig) -> None:
     check_dtype(config.dtype, MODEL_DTYPES, "--dtype")
     check_dtype(config.store_dtype, STORE_DTYPES, "--store-dtype")
     device = config.device
-    if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
+    check_device_name(device)
     if config.dtype is DType.FLOAT16 and device in {"cpu", "auto"}:
         import torch
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from distill.config import check_device_name
 from distill.encoders.huggingface import resolve_device
 from distill.errors import ConfigError
 from distill.files import atomic_path
@@ -86,8 +87,7 @@ def bag_batches(
 def tuning_device(device: str) -> torch.device:
     """Where a table trains: the GPU ``device`` names (auto: one when there is one), else the CPU, since the
     lazy Adam's sparse rows are for CUDA and CPUs."""
-    if device not in {"auto", "cpu", "mps", "cuda"} and not (device.startswith("cuda:") and device[5:].isdigit()):
-        raise ConfigError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N")
+    check_device_name(device)
     on = resolve_device(device)
     return on if on.type == "cuda" else torch.device("cpu")
 
