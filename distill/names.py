@@ -38,6 +38,7 @@ CHUNKS_DIR = "chunks"
 ALONE_DIR = "alone"  # words read alone, a block of words a file, kept until the run finishes
 TEXTS_DIR = "texts"  # the teacher's readings of texts outside the corpus (--teacher-bags), a block a file, the same
 STDIN_COPY = "stdin.txt"
+TUNING = "tuning.pt"  # the tuning of distill model / run --tune-blend after an epoch, kept until the run finishes
 
 #: The files of one set, by suffix after its name.
 SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")

@@ -103,13 +103,20 @@ def run_pipeline(config: RunConfig) -> RunResult:
 
 
 def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
-    """``distill tune --set best --blend B --recommend`` on a run just written: the tuned set is recommended."""
+    """``distill tune --set best --blend B --recommend`` on a run just written: the tuned set is recommended; a
+    tuning stopped part way goes on from its checkpoint in the work folder, which the run keeps until then."""
     from distill.tune.options import TuneOptions
     from distill.tune.train import tune_run
 
     options = TuneOptions(blend=blend, seed=config.seed)
     name, kv, _ = tune_run(
-        result.out, "best", options=options, progress=config.progress, recommend=True, device=config.device
+        result.out,
+        "best",
+        options=options,
+        progress=config.progress,
+        recommend=True,
+        device=config.device,
+        checkpoint=WorkDir(result.out).tuning,
     )
     return RunResult(out=result.out, vectors={**result.vectors, name: kv}, manifest=RunDir(result.out).manifest())
 

@@ -89,11 +89,12 @@ def build_model(
     dims: int | None = None,
     top_words: int | None = None,
     device: str = "cpu",
+    checkpoint: Path | None = None,
 ) -> tuple[list[Path], list[str]]:
     """Tune (if ``tune_epochs``, on ``device``) and keep the tuned set only where it helps (a higher STS mean on
     the dev years, 2012-2014); export both folders (made smaller as ``dtype``, ``dims`` and ``top_words`` ask:
     the sentence-transformers folder stays float32), score them, write the card; returns the folders and a
-    summary."""
+    summary. ``checkpoint``: where a tuning stopped part way goes on from (``tune_run``'s)."""
     from distill.tune.options import TuneOptions
     from distill.tune.train import tune_run
 
@@ -103,7 +104,12 @@ def build_model(
     candidates = {best: score_inputs([run.path], best, pairs)[0]}
     if tune_epochs:
         tuned, _, _ = tune_run(
-            run.path, best, options=TuneOptions(epochs=tune_epochs), progress=progress, device=device
+            run.path,
+            best,
+            options=TuneOptions(epochs=tune_epochs),
+            progress=progress,
+            device=device,
+            checkpoint=checkpoint,
         )
         candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
     exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))

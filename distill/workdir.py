@@ -41,6 +41,7 @@ from distill.names import (
     OCCURRENCES_DIR,
     STDIN_COPY,
     TEXTS_DIR,
+    TUNING,
     WORK_DIR,
     input_copy,
 )
@@ -164,6 +165,12 @@ class WorkDir:
         path = subfolder(self.path, TEXTS_DIR)
         path.mkdir(exist_ok=True)
         return path
+
+    @property
+    def tuning(self) -> Path:
+        """The checkpoint of the tuning that follows the sets (``distill model``, ``--tune-blend``): a tuning
+        stopped part way goes on from its last epoch saved."""
+        return self.path / TUNING
 
     def spool(self, corpus: tuple[str, ...]) -> tuple[str, ...]:
         """The corpus is read twice (count, then encode): inputs that can be read only once are copied into

@@ -330,9 +330,10 @@ def model(
     """The recommended production model in one command: distil (the recommended set, the teacher's sentence
     embeddings kept), tune toward the teacher, export model2vec and sentence-transformers folders with a
     model card, and score them on STS. Stopped at any point, the same command goes on from its last checkpoint
-    (after the encoding: from the finished encoding)."""
+    (after the encoding: from the finished encoding; in the tuning: from its last epoch saved)."""
     from distill.pipeline import run_pipeline_then
     from distill.production import build_model
+    from distill.workdir import WorkDir
 
     setup_logging(verbose, progress)
     with user_errors():
@@ -342,7 +343,10 @@ def model(
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
                              split_sentences=True, device=device, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
-            config, lambda result: build_model(result, tune_epochs, progress, dtype, dims, top_words, config.device)
+            config,
+            lambda result: build_model(
+                result, tune_epochs, progress, dtype, dims, top_words, config.device, WorkDir(result.out).tuning
+            ),
         )
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

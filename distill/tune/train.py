@@ -17,6 +17,7 @@ is the start moved ``blend`` of the way to the best epoch's.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from distill.serve.formats import token_table
 from distill.serve.pieces import write_tuned_pieces
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
+from distill.tune.resume import SAVE_SECONDS, inputs_digest, read_checkpoint, write_checkpoint
 from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
 
@@ -177,12 +179,15 @@ def tune(
     progress: bool = False,
     train_only: int = 0,
     device: str = "cpu",
+    checkpoint: Path | None = None,
 ) -> TuneResult:
     """Train the rows ``vectors`` (n_rows, dim) so that the mean of each sentence's rows (``ids``) points where
     the teacher's embedding of it (``targets``, one per sentence) points; with ``options.shared_map``, through one
     linear map trained with them and applied to every row of the result. The last ``train_only`` targets (bags of
     words) are trained on but never held out: training stops on corpus sentences alone. ``device``: where the
-    table trains (:func:`tuning_device`); the result comes back to the host."""
+    table trains (:func:`tuning_device`); the result comes back to the host. ``checkpoint``: a file the state is
+    saved to after an epoch (at most :data:`SAVE_SECONDS` apart, and after the last), and resumed from when it
+    holds this tuning's: the result is the one an unstopped tuning gives."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
@@ -203,9 +208,16 @@ def tune(
     optimizers = student.optimizers(options.learning_rate)
     held_batches = bag_batches(ids, held, 4096)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
-    best = held_out_loss(student, held_batches, goal, options)
-    result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
-    for epoch in track(range(1, options.epochs + 1), "tuning", "epoch", options.epochs, not progress):
+    digest = inputs_digest(vectors, ids, targets, options, train_only, on) if checkpoint else ""
+    saved = read_checkpoint(checkpoint, digest, on) if checkpoint else None
+    if saved is None:
+        best, first, done = held_out_loss(student, held_batches, goal, options), 1, False
+        result.history.append({"epoch": 0, "train": float("nan"), "held_out": best})
+    else:
+        best, first, done = _restore(saved, student, optimizers, rng, result)
+    last_save = time.monotonic()
+    epochs = range(first, options.epochs + 1 if not done else first)
+    for epoch in track(epochs, "tuning", "epoch", len(epochs), not progress):
         losses = []
         for batch in bag_batches(ids, rng.permutation(train), options.batch_size):
             for optimizer in optimizers:
@@ -223,9 +235,51 @@ def tune(
             best, result.best_epoch = held_loss, epoch
             result.vectors = student.table()
             result.map = None if student.map is None else student.map.weight.detach().cpu().numpy().copy()
-        elif epoch - result.best_epoch >= options.patience:
+        done = epoch == options.epochs or epoch - result.best_epoch >= options.patience
+        if checkpoint and (done or time.monotonic() - last_save >= SAVE_SECONDS):
+            write_checkpoint(checkpoint, _state(digest, epoch, done, best, student, optimizers, rng, result))
+            last_save = time.monotonic()
+        if done:
             break
     return result
+
+
+def _state(
+    digest: str,
+    epoch: int,
+    done: bool,
+    best: float,
+    student: Student,
+    optimizers: list[torch.optim.Optimizer],
+    rng: np.random.Generator,
+    result: TuneResult,
+) -> dict[str, Any]:
+    """What :func:`tune` needs to go on after ``epoch`` (``done``: nothing more to train)."""
+    return {
+        "digest": digest, "epoch": epoch, "done": done, "best": best, "best_epoch": result.best_epoch,
+        "history": result.history, "rng": rng.bit_generator.state, "student": student.state_dict(),
+        "optimizers": [o.state_dict() for o in optimizers], "vectors": torch.from_numpy(result.vectors),
+        "map": None if result.map is None else torch.from_numpy(result.map),
+    }  # fmt: skip
+
+
+def _restore(
+    state: dict[str, Any],
+    student: Student,
+    optimizers: list[torch.optim.Optimizer],
+    rng: np.random.Generator,
+    result: TuneResult,
+) -> tuple[float, int, bool]:
+    """Put ``state`` back (:func:`_state`); returns the best held-out loss, the next epoch and whether done."""
+    student.load_state_dict(state["student"])
+    for optimizer, saved in zip(optimizers, state["optimizers"], strict=True):
+        optimizer.load_state_dict(saved)
+    rng.bit_generator.state = state["rng"]
+    result.history = list(state["history"])
+    result.best_epoch = int(state["best_epoch"])
+    result.vectors = state["vectors"].cpu().numpy().copy()
+    result.map = None if state["map"] is None else state["map"].cpu().numpy().copy()
+    return float(state["best"]), int(state["epoch"]) + 1, bool(state["done"])
 
 
 @dataclass
@@ -272,9 +326,10 @@ def train_table(
     progress: bool = False,
     sentences: int | None = None,
     device: str = "cpu",
+    checkpoint: Path | None = None,
 ) -> TunedTable:
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
-    (``sentences``: a seeded sample of that many of them, for learning curves)."""
+    (``sentences``: a seeded sample of that many of them, for learning curves; ``checkpoint``: :func:`tune`'s)."""
     table = export_table(run, name, recipe)
     texts, targets, bags = read_teacher(run.path)
     if not options.bags:  # the corpus sentences alone: the bags follow them
@@ -285,7 +340,7 @@ def train_table(
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]
-    result = tune(table.start, ids, targets, options, progress, train_only=int(is_bag.sum()), device=device)
+    result = tune(table.start, ids, targets, options, progress, int(is_bag.sum()), device=device, checkpoint=checkpoint)
     result.bags = int(is_bag.sum())
     return TunedTable(**vars(table), result=result)
 
@@ -305,13 +360,17 @@ def tune_run(
     progress: bool = False,
     recommend: bool = False,
     device: str = "cpu",
+    checkpoint: Path | None = None,
 ) -> tuple[str, Any, TuneResult]:
     """Tune a set of a run (default: its recommended set) toward the teacher embeddings it kept; the tuned
     words are written into the run as the set ``<set>.tuned`` (ready for sentences: export it with
     ``--weighting none``, which ``auto`` chooses for it), its tuned pieces and its map for words read alone
-    beside it; ``recommend``: the tuned set becomes the run's recommended set; ``device``: where it trains."""
+    beside it; ``recommend``: the tuned set becomes the run's recommended set; ``device``: where it trains;
+    ``checkpoint``: where a tuning stopped part way goes on from (:func:`tune`)."""
     run = RunDir(run_dir)
-    table = train_table(run, run.resolve_set(vector_set), recipe, options, progress, device=device)
+    table = train_table(
+        run, run.resolve_set(vector_set), recipe, options, progress, device=device, checkpoint=checkpoint
+    )
     rows, words = table.blended(options.blend), table.words
     tuned_name = f"{table.name}.tuned"
     tuned = to_keyed_vectors(words, rows[: len(words)], table.counts)

@@ -54,6 +54,35 @@ def test_a_run_stopped_while_it_tunes_goes_on_from_the_finished_encoding(tiny_be
     assert result.manifest["best"].endswith(".tuned") and not (out / WORK_DIR).exists()
 
 
+def test_a_run_stopped_in_its_tuning_goes_on_from_its_last_epoch_to_the_same_set(
+    tiny_bert_dir, tmp_path, monkeypatch, caplog
+):
+    import distill.tune.train
+
+    whole = distill.run(model=str(tiny_bert_dir), out=str(tmp_path / "whole"), tune_blend=0.5, **OPTIONS)
+    out, write = tmp_path / "run", distill.tune.train.write_checkpoint
+    monkeypatch.setattr(distill.tune.train, "SAVE_SECONDS", 0.0)  # saved after every epoch
+
+    def saved_then_stopped(path, state):
+        write(path, state)
+        if state["epoch"] == 2:
+            raise KeyboardInterrupt  # Ctrl-C once the second epoch is saved
+
+    with monkeypatch.context() as patch:
+        patch.setattr(distill.tune.train, "write_checkpoint", saved_then_stopped)
+        with pytest.raises(RunInterrupted, match="run the same command again"):
+            distill.run(model=str(tiny_bert_dir), out=str(out), tune_blend=0.5, **OPTIONS)
+    assert (out / WORK_DIR / "tuning.pt").is_file()
+    with caplog.at_level("INFO", logger="distill"):
+        result = distill.run(model=str(tiny_bert_dir), out=str(out), tune_blend=0.5, **OPTIONS)
+    assert "resuming the tuning after epoch 2" in caplog.text
+    name = whole.manifest["best"]
+    assert result.manifest["best"] == name and result.manifest["derived"][name]["best_epoch"] > 2
+    assert result.manifest["derived"][name] == whole.manifest["derived"][name]  # the history too
+    assert (out / f"{name}.bin").read_bytes() == (whole.out / f"{name}.bin").read_bytes()
+    assert not (out / WORK_DIR).exists()
+
+
 def test_the_blend_does_not_touch_the_checkpoint_and_needs_the_teacher(tiny_bert_dir):
     config = RunConfig(model=str(tiny_bert_dir), corpus=(str(TINY_CORPUS),), best=True, teacher=True)
     tuned = dataclasses.replace(config, tune_blend=0.25)
