@@ -44,7 +44,7 @@ distill: install
 # rises and the analogies barely fall (RESULTS.md, issue 34). Measured for MiniLM; MPNet's set stays untuned
 # (LARGE_BLEND empty) until its whole-sample run is measured with the teacher; a causal LM has no sentence
 # embedding to tune toward. Stopped at any point, make distill-large again goes on from its last checkpoint (once
-# the encoding has finished: from the finished encoding).
+# the encoding has finished: from the finished encoding; in the tuning: from its last epoch saved).
 LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,$(if $(filter smollm2,$(MODEL)),8-10,4-6))
 ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,$(if $(filter smollm2,$(MODEL)),1,0.15))
 LANGUAGE_WORDS ?= 320000
@@ -61,6 +61,7 @@ distill-large: install
 # The production model: distil (recommended set + teacher embeddings), tune, export model2vec + sentence-transformers.
 # MODEL_BAGS: bags of English's frequent words tuned on beside the corpus sentences (--teacher-bags). Over two seeds
 # they lift MiniLM's sentence model and lower MPNet's (RESULTS.md, issue 33), so MPNet tunes on the sentences alone.
+# Stopped at any point, make model again goes on from the encoding's last checkpoint or the tuning's last epoch saved.
 MODEL_BAGS ?= $(if $(filter mpnet,$(MODEL)),0,50000)
 model: install
 	$(VENV)/bin/distill model --model $(MODEL) --teacher-bags $(MODEL_BAGS) $(foreach c,$(CORPUS),--corpus $(c)) \
