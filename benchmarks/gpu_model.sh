@@ -10,12 +10,15 @@
 #   bash benchmarks/gpu_model.sh run      # device call 6 (or 5, after part 4 in the same call): the command, its
 #                                         # card and scores into $OUT; give it a whole call (600 s): 420 s were
 #                                         # too few on an H200 (RESULTS.md)
+#   bash benchmarks/gpu_model.sh again    # the next call, where run's ran out: the same command goes on from its
+#                                         # checkpoints (the encoding's, the tuning's last epoch saved)
 #
 # The run is what `make model MODEL=mpnet CORPUS=<the sample's folder>` runs (`distill model --model mpnet
 # --teacher-bags 0 --corpus DIR`), on the GPU: the model in bfloat16 (--dtype auto), the table tuned there too.
-# MODEL=minilm BAGS=0 LINES=300 runs setup and run here on a CPU, with python3 the project's, to check the script.
+# MODEL=minilm BAGS=0 LINES=300 runs setup, run and again here on a CPU, with python3 the project's, to check
+# the script.
 set -uo pipefail
-part=${1:?"which part: carry, setup, part K or run"}
+part=${1:?"which part: carry, setup, part K, run or again"}
 out=${OUT:-outputs/gpu-model}
 root=${WORK:-/tmp/distill-model}
 model=${MODEL:-mpnet}
@@ -64,8 +67,8 @@ elif [ "$part" = part ]; then
     k=${2:?"which part: 1 to 4"}
     cp ".mp/m$k/mpnet16.part$((k - 1))" "$root/parts/" || exit 2
     ls -la "$root/parts"
-elif [ "$part" = run ]; then
-    if [ "$model" = mpnet ]; then
+elif [ "$part" = run ] || [ "$part" = again ]; then
+    if [ "$model" = mpnet ] && [ "$part" = run ]; then
         cat "$root"/parts/mpnet16.part0 "$root"/parts/mpnet16.part1 "$root"/parts/mpnet16.part2 \
             "$root"/parts/mpnet16.part3 > "$root/mpnet16.tar" || exit 2
         [ "$(sha256sum "$root/mpnet16.tar" | cut -d' ' -f1)" = "$(cat "$root/mpnet16.sha256")" ] \
@@ -73,7 +76,7 @@ elif [ "$part" = run ]; then
         tar -C "$DISTILL_CACHE" -xf "$root/mpnet16.tar" || exit 2
     fi
     bags=${BAGS:-$([ "$model" = mpnet ] && echo 0 || echo 50000)}  # the Makefile's MODEL_BAGS
-    rm -rf "$root/model"
+    [ "$part" = again ] || rm -rf "$root/model"
     began=$EPOCHREALTIME
     python3 -m distill model --model "$model" --teacher-bags "$bags" --corpus "$DISTILL_DATA/corpus/gutenberg/" \
         --out "$root/model" --no-progress -v 2>&1 | while IFS= read -r line; do  # each line timed: where it stops
@@ -87,6 +90,6 @@ print(json.dumps({k: m.get(k) for k in ('timings_seconds', 'encoding', 'vocabula
 print(json.dumps({k: {i: v.get(i) for i in ('sentences', 'bags', 'best_epoch', 'history')} \
 for k, v in m.get('derived', {}).items()}, indent=1))" "$root/model/manifest.json" > "$out/manifest.log" 2>&1
 else
-    echo "part must be carry, setup, part K or run" >&2
+    echo "part must be carry, setup, part K, run or again" >&2
     exit 2
 fi
