@@ -20,7 +20,7 @@ from distill.tune.options import TuneOptions
 
 logger = logging.getLogger(__name__)
 
-#: At most this long between two saves of a running tuning (its last epoch is saved whatever the time).
+#: A running tuning saves after an epoch once this long has passed since its last save, and after its last epoch.
 SAVE_SECONDS = 120.0
 
 

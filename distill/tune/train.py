@@ -186,8 +186,8 @@ def tune(
     linear map trained with them and applied to every row of the result. The last ``train_only`` targets (bags of
     words) are trained on but never held out: training stops on corpus sentences alone. ``device``: where the
     table trains (:func:`tuning_device`); the result comes back to the host. ``checkpoint``: a file the state is
-    saved to after an epoch (at most :data:`SAVE_SECONDS` apart, and after the last), and resumed from when it
-    holds this tuning's: the result is the one an unstopped tuning gives."""
+    saved to after an epoch (no sooner than :data:`SAVE_SECONDS` after the last save, and after the last
+    epoch), and resumed from when it holds this tuning's: the result is the one an unstopped tuning gives."""
     if targets.shape[1] != vectors.shape[1]:
         raise ConfigError(
             f"the teacher's embeddings have {targets.shape[1]} dimensions, the vectors {vectors.shape[1]}"
