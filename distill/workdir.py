@@ -29,7 +29,7 @@ import numpy as np
 from distill.config import Effect, RunConfig
 from distill.corpus import CorpusStats, Vocabulary, expand_corpus
 from distill.errors import ConfigError, OutputError
-from distill.files import member, sha256_file, subfolder, write_json
+from distill.files import listed_contents, member, sha256_file, subfolder, write_json
 from distill.names import (
     ALONE_DIR,
     CHECKPOINT,
@@ -191,17 +191,20 @@ class WorkDir:
         return tuple(spooled)
 
     def open(self, print_: dict[str, Any] | None, corpus: tuple[str, ...]) -> tuple[bool, tuple[str, ...]]:
-        """Reuse the folder if its fingerprint equals ``print_`` (None: never); else start it afresh, with the
-        inputs of ``corpus`` that can be read only once copied in (:meth:`spool`). Returns whether it was
-        reused, and the corpus to read."""
+        """Reuse the folder if its fingerprint equals ``print_`` (None: never) and nothing in it is a link; else
+        start it afresh (a link is removed, never what it points to), with the inputs of ``corpus`` that can be
+        read only once copied in (:meth:`spool`). Returns whether it was reused, and the corpus to read."""
         saved = self.path / FINGERPRINT
         if print_ is not None and saved.is_file():
             try:
-                if json.loads(saved.read_text(encoding="utf-8")) == print_:
-                    return True, corpus
-            except ValueError:
-                pass
-            logger.warning("%s is from a run with other options or corpus: starting afresh", self.path)
+                listed_contents(self.path)  # a link anywhere in it: the run would read and write through it
+            except ConfigError:
+                logger.warning("%s holds a symbolic link, which distill never follows: starting afresh", self.path)
+            else:
+                with contextlib.suppress(ValueError):
+                    if json.loads(saved.read_text(encoding="utf-8")) == print_:
+                        return True, corpus
+                logger.warning("%s is from a run with other options or corpus: starting afresh", self.path)
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir(parents=True)
         if print_ is not None:

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from distill.corpus import _pieces, count_words, is_alphabetic, iter_lines, read
 from distill.errors import ConfigError
 from distill.evaluation.baselines import BaselineConfig, Method, reusable_baselines, train_baselines
 from distill.files import is_replaceable
+from distill.names import CHECKPOINT_PART, WORK_DIR
 from distill.rundir import RunDir
 from distill.serve.search import Searcher
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
@@ -107,6 +109,29 @@ def test_an_earlier_export_is_replaced_but_not_a_file_added_to_it(run_copy, tmp_
     assert not is_replaceable(tmp_path / "e")
     _one_error(_cli(*args), "did not export")
     assert (tmp_path / "e" / "added.txt").read_text() == "the user's"
+
+
+def test_a_resumable_work_folder_with_links_in_it_is_started_afresh(tiny_bert_dir, tmp_path):
+    """A work folder whose fingerprint matches is reused as it stands: links planted in it would have the run
+    write its next checkpoint, and its occurrences, into the files they point to outside the run."""
+    from .encoding.test_scale import _cli as _run_cmd
+    from .encoding.test_scale import _corpus, _kill_after_checkpoints
+
+    corpus, out = _corpus(tmp_path, 2000), tmp_path / "out"
+    cmd = _run_cmd(tiny_bert_dir, corpus, out, "--store", "disk")
+    assert _kill_after_checkpoints(cmd, out / WORK_DIR, signal.SIGKILL, chunks=1)[0] == -9
+    victims = {name: tmp_path / f"victim-{name}" for name in ("part", "layer")}
+    for victim in victims.values():
+        victim.write_text("the user's")
+    (out / WORK_DIR / CHECKPOINT_PART).symlink_to(victims["part"])
+    layer = out / WORK_DIR / "occurrences" / "layer1.npy"
+    layer.unlink()
+    layer.symlink_to(victims["layer"])
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "symbolic link" in again.stderr and "starting afresh" in again.stderr
+    assert json.loads((out / "manifest.json").read_text())["resumed_from_chunk"] is None
+    assert all(victim.read_text() == "the user's" for victim in victims.values())
 
 
 def test_evaluate_writes_its_report_into_the_run_not_beside_it(run_copy, tmp_path):
