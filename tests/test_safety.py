@@ -335,6 +335,15 @@ def test_a_truncated_file_of_a_run_is_one_line(run_copy, target, command, expect
     _one_error(_cli(*[c.format(run=run_copy) for c in command]), expected)
 
 
+@pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
+def test_a_damaged_exported_model_is_one_line(run_copy, tmp_path, fmt):
+    folder = tmp_path / fmt
+    assert _cli("export", str(run_copy), "--set", "best", "--format", fmt, "--out", str(folder)).returncode == 0
+    weights = next(folder.rglob("model.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:64])
+    _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), "cannot load", str(folder))
+
+
 def test_a_truncated_index_is_built_again(run_copy):
     path = run_copy / "layer1.pc.faiss"
     path.write_bytes(path.read_bytes()[:100])

@@ -9,9 +9,10 @@ Years 2012-2014 are the dev years any choice is tuned on; 2015 and 2016 are held
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,15 +166,28 @@ def token_table_encoder(words: list[str], vectors: np.ndarray, lowercase: bool, 
 def model2vec_encoder(path: str | Path) -> Encode:
     """An exported (or any) model2vec folder, through model2vec's own loader."""
     static_model = require("model2vec", "export", "scoring a model2vec folder").StaticModel
-    model = static_model.from_pretrained(str(path))
+    with _loading("model2vec", path):
+        model = static_model.from_pretrained(str(path))
     return lambda sentences: model.encode(sentences, show_progress_bar=False)
 
 
 def sentence_transformers_encoder(path_or_name: str | Path) -> Encode:
     """A sentence-transformers folder (an export, or a transformer such as the teacher with its own pooling)."""
     st = require("sentence_transformers", "export", "scoring a sentence-transformers model")
-    model = st.SentenceTransformer(str(path_or_name), device="cpu", trust_remote_code=False, local_files_only=True)
+    with _loading("sentence-transformers", path_or_name):
+        model = st.SentenceTransformer(str(path_or_name), device="cpu", trust_remote_code=False, local_files_only=True)
     return lambda sentences: model.encode(sentences, batch_size=64, show_progress_bar=False)
+
+
+@contextlib.contextmanager
+def _loading(library: str, path: str | Path) -> Iterator[None]:
+    """A folder the library cannot load (damaged weights, a broken config or tokenizer) is one ConfigError: the
+    libraries raise errors of their own kinds (safetensors', tokenizers', JSON's ...)."""
+    try:
+        yield
+    except Exception as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise ConfigError(f"{library} cannot load {path}: {reason}") from err
 
 
 def is_model2vec_folder(path: Path) -> bool:
@@ -195,9 +209,8 @@ def teacher_encoder(model: str, progress: bool = True) -> tuple[Encode, str]:
     source = resolve_model(model)
     try:
         encode = sentence_transformers_encoder(source)
-    except (OSError, ValueError) as err:
-        reason = " ".join(str(err).split())
-        raise ConfigError(f"cannot load the teacher {model!r} with sentence-transformers: {reason}") from err
+    except ConfigError as err:
+        raise ConfigError(f"the teacher {model!r}: {err}") from err
     return with_progress(encode, "encoding with the teacher", not progress), f"{Path(source).name} (teacher)"
 
 
