@@ -6,12 +6,13 @@ import gzip
 import hashlib
 import io
 import logging
+import os
 import re
 import sys
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -96,12 +97,22 @@ class CorpusStats:
     words: int = 0
 
 
-def _open_text(path: str) -> tuple[io.BufferedIOBase, str]:
+def input_name(path: str) -> str:
+    """How messages and the manifest name a corpus input: ``<stdin>`` for ``-``."""
+    return "<stdin>" if path == "-" else path
+
+
+def streamed(path: str) -> bool:
+    """Whether a corpus input can be read only once: stdin (``-``), a FIFO, a character device."""
+    return path == "-" or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path))
+
+
+def _open_text(path: str) -> io.BufferedIOBase:
     if path == "-":
-        return sys.stdin.buffer, "<stdin>"  # type: ignore[return-value]
+        return sys.stdin.buffer  # type: ignore[return-value]
     if path.endswith(".gz"):
-        return gzip.open(path, "rb"), path  # type: ignore[return-value]
-    return open(path, "rb"), path
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
 
 
 #: Files a corpus folder contributes: plain text and gzipped text, found recursively.
@@ -152,10 +163,12 @@ def iter_lines(
     stats: CorpusStats | None = None,
     sentences: bool = False,
     outputs_of: OutputsOf | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """Yield every line of every file (folders: their .txt/.gz files), stripped, empty lines skipped; ``-``: stdin.
     With ``sentences``, each line's sentences instead (:func:`split_sentences`), counted as lines. Folders are
-    read as :func:`expand_corpus` says, leaving out the files ``outputs_of`` names.
+    read as :func:`expand_corpus` says, leaving out the files ``outputs_of`` names. ``given``: the input each
+    copy among ``paths`` was made from (stdin, a FIFO), which messages and ``stats`` name instead.
 
     Files are streamed, never held whole. Raises ConfigError naming file and line for bytes that
     are not UTF-8 (unless ``errors`` is ``replace``) and for a corpus with no text at all.
@@ -163,7 +176,7 @@ def iter_lines(
     stats = stats if stats is not None else CorpusStats()
     total = 0
     for path in expand_corpus(paths, outputs_of):
-        handle, name = _open_text(path)
+        handle, name = _open_text(path), input_name((given or {}).get(path, path))
         digest = hashlib.sha256()
         n_lines = 0
         try:
@@ -199,7 +212,8 @@ def iter_lines(
         stats.files.append({"path": name, "sha256": digest.hexdigest(), "lines": n_lines})
     if total == 0:
         raise ConfigError(
-            f"the corpus ({', '.join(paths)}) has no text; give files with one sentence or paragraph per line"
+            f"the corpus ({', '.join(input_name((given or {}).get(p, p)) for p in paths)}) has no text; give files "
+            "with one sentence or paragraph per line"
         )
 
 

@@ -69,7 +69,7 @@ def count_vocabulary(
         return counted
     config, stats = plan.config, CorpusStats()
     word_list = read_word_list(config.vocab_file, lowercase) if config.vocab_file else None
-    lines = iter_lines(plan.corpus, config.encoding_errors, stats, config.split_sentences, listed_files)
+    lines = iter_lines(plan.corpus, config.encoding_errors, stats, config.split_sentences, listed_files, plan.given)
     vocab = build_vocabulary(
         count_words(track(lines, "counting", "lines", disable=not config.progress), lowercase, stats, mapper),
         lowercase=lowercase, min_count=config.min_count, max_size=config.max_vocab, alpha_only=config.alpha_only,
@@ -134,7 +134,9 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
         with timings("claim"):  # the lock, the fingerprint (the model's and corpus's digests), a checkpoint's check
             opened = stack.enter_context(open_run(plan.out, config, plan.corpus, version))
         workers = stack.enter_context(contextlib.ExitStack())
-        plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model))
+        given = {copy: path for path, copy in zip(plan.corpus, opened.corpus) if copy != path}  # stdin, FIFOs
+        plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model),
+                                   given=given)  # fmt: skip
         config, work = plan.config, opened.work  # with its defaults resolved
         with timings("load_model"):
             encoder = load_model(plan)
@@ -147,7 +149,7 @@ def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
                 vocab.counts, config.max_occurrences, config.seed, draw=config.sampling.value == "uniform"
             )
         logger.info("vocabulary: %d words, %d occurrences to encode", len(vocab), sample.n_rows)
-        lines = iter_lines(plan.corpus, config.encoding_errors, None, config.split_sentences, listed_files)
+        lines = iter_lines(plan.corpus, config.encoding_errors, None, config.split_sentences, listed_files, plan.given)
         intra = IntraSentence(plan.layers) if config.analyze else None
         pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
         teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ class Plan:
     sets: tuple[tuple[int, Pooling], ...]  # (layer, pooling) sets written
     best: Recipe | None  # the recommended set, derived from the vectors in memory
     model_files: tuple[dict[str, Any], ...] = ()  # a local model's files, sizes and digests (the run's claim)
+    given: dict[str, str] = field(default_factory=dict)  # a copy in the work folder -> the input it was read from
 
     @property
     def n_layers(self) -> int:

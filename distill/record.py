@@ -143,7 +143,7 @@ def build_manifest(plan: Plan, run: Encoded, reduced: Reduced) -> Manifest:
                 "tokens": encode.tokens, "tokens_per_second": encode.tokens / max(encode.seconds, 1e-9),
                 "batch_tokens": encoded.batch_tokens}  # fmt: skip
     options = config.to_json()
-    options["corpus"] = list(plan.corpus)
+    options["corpus"] = [plan.given.get(path, path) for path in plan.corpus]  # as given: not a copy since removed
     return Manifest(
         distill_version=versions.get("distill", "dev"),
         model=_model_record(plan, encoder),

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import Effect, RunConfig
-from distill.corpus import CorpusStats, Vocabulary, expand_corpus
+from distill.corpus import CorpusStats, Vocabulary, expand_corpus, streamed
 from distill.errors import ConfigError, OutputError
 from distill.files import listed_contents, member, sha256_file, subfolder, write_json
 from distill.names import (
@@ -71,11 +71,6 @@ def fingerprint(
     # a run killed on the local engine can go on with Ray and the other way round: options that change
     # only how a run is watched, saved or spread do not count, nor the tuning that follows the sets
     return {"options": config.without(Effect.NONE, Effect.AFTER), "corpus": files, "model": model, "distill": version}
-
-
-def streamed(corpus: str) -> bool:
-    """Whether a corpus input can be read only once: stdin (``-``), a FIFO, a character device."""
-    return corpus == "-" or (os.path.exists(corpus) and not os.path.isfile(corpus) and not os.path.isdir(corpus))
 
 
 @dataclass

@@ -235,6 +235,13 @@ def test_a_damaged_checkpoint_says_run_again_with_restart(tmp_path):
     work.close(remove=True)
 
 
+def test_a_table_with_baselines_refuses_stdin_before_it_distils(tiny_bert_dir, tmp_path):
+    out = tmp_path / "table"
+    args = ["table", "--model", str(tiny_bert_dir), "--corpus", "-", "--out", str(out), "--no-progress"]
+    _one_error(_cli(*args, stdin=TINY_CORPUS.read_text()), "reads its corpus twice")
+    assert not out.exists()
+
+
 def test_a_work_folder_that_is_a_link_is_refused(tiny_bert_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

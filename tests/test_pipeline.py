@@ -1,3 +1,4 @@
+import hashlib
 import json
 import subprocess
 import sys
@@ -210,6 +211,12 @@ def test_cli_reads_stdin_and_reports_errors_in_one_line(tiny_bert_dir, tmp_path)
     assert done.returncode == 0, done.stderr.decode()
     assert b"wrote 6 files" in done.stdout  # vocab.tsv, 4 of layer1.pc, its pieces
     assert KeyedVectors.load_word2vec_format(str(tmp_path / "cli" / "layer1.pc.txt")).vector_size == 32
+    manifest = json.loads((tmp_path / "cli" / "manifest.json").read_text())  # the input, not its copy since removed
+    assert manifest["config"]["corpus"] == ["-"] and manifest["corpus"]["files"][0]["path"] == "<stdin>"
+    assert manifest["corpus"]["files"][0]["sha256"] == hashlib.sha256(TINY_CORPUS.read_bytes()).hexdigest()
+    for text, message in [(b"", "error: the corpus (<stdin>) has no text"), (b"ok\n\xff\n", "error: <stdin>, line 2")]:
+        empty = subprocess.run([*cmd[:9], str(tmp_path / "e"), *cmd[10:]], input=text, capture_output=True, timeout=120)
+        assert empty.returncode == 2 and empty.stderr.decode().startswith(message), empty.stderr.decode()
     bad_cmd = [*cmd[:6], "--layers", "9", "--out", str(tmp_path / "x"), "--corpus", str(TINY_CORPUS)]
     bad = subprocess.run(bad_cmd, capture_output=True, timeout=120)
     assert bad.returncode == 2

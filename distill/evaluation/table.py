@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from distill.config import Effect, RunConfig
-from distill.corpus import expand_corpus
+from distill.corpus import expand_corpus, streamed
 from distill.errors import ConfigError
 from distill.evaluation.baselines import BaselineConfig, Method, reusable_baselines, train_baselines, training_words
 from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
@@ -68,6 +68,9 @@ def make_table(
     if not config.runs:
         raise ConfigError("give at least one model")
     corpus = config.runs[0].corpus or (str(default_corpus()),)
+    if config.methods and any(map(streamed, corpus)):
+        raise ConfigError("the table reads its corpus twice (to distil, then to train the baselines): give a file, "
+                          "not stdin or a pipe, or --baselines none")  # fmt: skip
     single = len(config.runs) == 1
     root = Path(
         config.out
