@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distill.derive.recipe import Recipe, derived_vectors
+from distill.derived.recipe import Recipe, derived_vectors
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import (
     evaluate_analogy,
@@ -49,7 +49,7 @@ def settings(n_layers: int) -> list[tuple[str, tuple[int, ...], str, str]]:
 
 
 def vectors(cache: dict, run: Path, layers: tuple[int, ...], pooling: str, post: str) -> tuple[list[str], np.ndarray]:
-    """The setting's vectors through distill.derive, each layer file read once per run."""
+    """The setting's vectors through distill.derived, each layer file read once per run."""
 
     def cached(layer: int, pooling: str) -> object:
         if (layer, pooling) not in cache:

@@ -144,6 +144,8 @@ def derive(
     remove_top: int | None = None,
     whiten: bool = False,
     alone: float = 0.0,
+    language_words: int = 0,
+    progress: bool = True,
 ) -> tuple[str, KeyedVectors]:
     """Derive a set from a run's layer sets and write it into the run folder, as ``distill derive``; returns its
     name (``layers4-6.mean``) and its vectors.
@@ -156,12 +158,15 @@ def derive(
         remove_top: None leaves the vectors as they are; 0 centres them; D also removes the top D directions.
         whiten: whiten the vectors (after ``remove_top``).
         alone: add this weight times each word's unit reading alone by the run's model (loads the model).
+        language_words: also add the words the set lacks among the N most frequent of English (wordfreq), each
+            read alone by the run's model, as ``distill run --language-words`` does; 0: none.
+        progress: a bar while many words are read alone.
     """
-    from distill.derive import Recipe
-    from distill.derive import derive as derive_set
+    from distill.derived import Recipe
+    from distill.derived import derive as derive_set
 
-    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone)  # type: ignore[arg-type]
-    name, kv = derive_set(run_dir, recipe)
+    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words)  # type: ignore[arg-type]
+    name, kv = derive_set(run_dir, recipe, progress)
     return name, kv
 
 

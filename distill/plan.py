@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from distill.config import Pooling, RunConfig, best_layers
-from distill.derive import DerivePooling, Recipe
+from distill.derived import DerivePooling, Recipe
 from distill.encoders import Encoder, is_causal, is_elmo, load_encoder, load_encoder_config
 from distill.errors import ConfigError, require
 from distill.paths import default_corpus, default_gguf, default_out, resolve_model

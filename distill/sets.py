@@ -15,7 +15,7 @@ import numpy as np
 
 from distill.config import Pooling
 from distill.corpus import CorpusStats, Vocabulary
-from distill.derive import derived_vectors, zero_counts
+from distill.derived import derived_vectors, zero_counts
 from distill.encoders import Encoder
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats

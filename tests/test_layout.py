@@ -113,3 +113,20 @@ def test_no_function_over_80_lines(path):
             assert node.end_lineno - node.lineno < 80, (
                 f"{path.name}: {node.name} has {node.end_lineno - node.lineno + 1} lines"
             )
+
+
+def test_the_public_api_is_never_shadowed_by_a_submodule():
+    """``distill.derive`` was the package of derived sets once anything imported it (``distill.run`` does), so
+    ``distill.derive(...)`` failed: no submodule may bear a name of the API."""
+    import subprocess
+    import sys
+
+    import distill
+
+    api = [name for name in distill.__all__ if name[0].islower() and name != "run_pipeline"]
+    code = "import distill, distill.pipeline, distill.production, distill.cli\n" + "".join(
+        f"assert callable(distill.{name}), {name!r}\n" for name in api
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not {name for name in api if (PACKAGE / name).exists() or (PACKAGE / f"{name}.py").exists()}

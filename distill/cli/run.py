@@ -11,7 +11,7 @@ from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
-from distill.derive import DerivePooling
+from distill.derived import DerivePooling
 from distill.serve.compress import Scale
 from distill.tune.options import MODEL_BAG_TOPICS, MODEL_BAGS, TuneOptions
 from distill.vectors.faiss_index import IndexKind
@@ -199,17 +199,19 @@ def derive(
             "by the run's model (see distill run --language-words). 0: off.",
         ),
     ] = 0,
+    progress: ProgressOpt = True,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
-    setup_logging(verbose=False)  # before a model loads: no Hugging Face bars or warnings off a terminal
+    setup_logging(verbose, progress)  # before a model loads: no Hugging Face bars or warnings off a terminal
     from distill.config import Layers
-    from distill.derive import Recipe
-    from distill.derive import derive as derive_set
+    from distill.derived import Recipe
+    from distill.derived import derive as derive_set
 
     with user_errors():
         weight = alone_weight if alone is None else alone
         recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words)
-        name, kv = derive_set(run_dir, recipe)
+        name, kv = derive_set(run_dir, recipe, progress)
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 
 

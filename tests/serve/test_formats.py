@@ -254,7 +254,7 @@ def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir,
 def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_set(tiny_bert_dir, tmp_path):
     from scipy.stats import spearmanr
 
-    from distill.derive.recipe import Recipe, derive
+    from distill.derived.recipe import Recipe, derive
     from distill.evaluation.datasets import SimilarityDataset
     from distill.evaluation.metrics import Oov
     from distill.evaluation.report import EvalOptions, score_vectors
@@ -333,7 +333,7 @@ def test_oov_alone_reads_a_word_the_run_lacks_with_the_runs_own_model(pieces_run
 def test_alone_vectors_of_a_derived_set_combine_its_layers_and_score_every_pair(tiny_bert_dir, tmp_path):
     from scipy.stats import spearmanr
 
-    from distill.derive.recipe import Recipe, derive
+    from distill.derived.recipe import Recipe, derive
     from distill.evaluation.datasets import SimilarityDataset
     from distill.evaluation.metrics import Oov
     from distill.evaluation.report import EvalOptions, run_fallback, score_vectors
@@ -360,7 +360,7 @@ def test_alone_vectors_of_a_derived_set_combine_its_layers_and_score_every_pair(
 
 
 def test_alone_weight_adds_each_words_reading_alone_to_the_recommended_set(tiny_bert_dir, tmp_path):
-    from distill.derive.recipe import Recipe, derive
+    from distill.derived.recipe import Recipe, derive
 
     run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1-2",
                       pooling="mean", best=True, alone_weight=0.5, min_count=3, progress=False)  # fmt: skip
@@ -402,7 +402,7 @@ def test_words_are_read_alone_in_the_runs_template_and_older_runs_read_them_bare
 
 
 def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, tmp_path):
-    from distill.derive.recipe import Recipe, derive
+    from distill.derived.recipe import Recipe, derive
     from distill.lexicon import frequent_words
 
     run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1-2",
@@ -423,6 +423,8 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
     again_name, again = derive(run.out, Recipe(layers=span, pooling="mean", alone=0.5, words=300))  # later, too
     assert again_name == name and again.index_to_key == kv.index_to_key
     np.testing.assert_allclose(again.vectors, kv.vectors, atol=1e-6)
+    api_name, api = distill.derive(run.out, span, "mean", alone=0.5, language_words=300, progress=False)
+    assert api_name == name and api.index_to_key == kv.index_to_key
     # the sentence export reads them too, weighed as words the corpus never showed (SIF: count 0, weight 1)
     from distill.serve.export import prepared_set
 

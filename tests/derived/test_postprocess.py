@@ -41,7 +41,7 @@ def test_derive_writes_a_set_equal_to_the_recipe(tiny_bert_dir, tmp_path):
     import sys
 
     import distill
-    from distill.derive.recipe import Recipe, derive
+    from distill.derived.recipe import Recipe, derive
 
     from ..conftest import TINY_CORPUS
 
@@ -122,7 +122,7 @@ def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
 
 @pytest.mark.parametrize("weight", [-0.5, 101.0, float("nan")])
 def test_a_weight_for_words_read_alone_out_of_range_is_refused(weight):
-    from distill.derive.recipe import Recipe
+    from distill.derived.recipe import Recipe
 
     with pytest.raises(ConfigError, match="alone must be between 0 .off. and 100"):
         Recipe(alone=weight)

@@ -148,8 +148,9 @@ def derived_vectors(
     return Derived(words, x, layers, len(added))
 
 
-def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
-    """Write the derived set into the run folder; returns its name and its gensim ``KeyedVectors``."""
+def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[str, Any]:
+    """Write the derived set into the run folder; returns its name and its gensim ``KeyedVectors``. ``progress``:
+    a bar while many words are read alone."""
     run = RunDir(run_dir)
     manifest = run.manifest()
     read_alone = None
@@ -157,7 +158,9 @@ def derive(run_dir: str | Path, recipe: Recipe) -> tuple[str, Any]:
         from distill.serve.alone import AloneFallback
 
         def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-            return AloneFallback.for_layers(manifest, layers, recipe.combine.value).matrix(words)
+            reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value)
+            reader.progress = progress
+            return reader.matrix(words)
 
     words, x, layers, added = derived_vectors(
         recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),
