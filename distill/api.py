@@ -97,9 +97,20 @@ def run(
     options = dict(locals())
     options.pop("run_pipeline")
     corpus = options["corpus"]
-    options["corpus"] = tuple(map(str, [corpus] if isinstance(corpus, (str, Path)) else corpus))
+    options["corpus"] = tuple(map(str, _paths(corpus)))
     options["out"] = None if out is None else str(out)
     return run_pipeline(RunConfig(**options))
+
+
+def _paths(value: str | Path | Sequence[str | Path]) -> list[str | Path]:
+    """One path, or several."""
+    return [value] if isinstance(value, (str, Path)) else list(value)
+
+
+def _names(value: str | Sequence[str]) -> list[str]:
+    """Choices given as on the command line (``"npy,kv"``) or as a sequence (of strings or enum members)."""
+    items = [value] if isinstance(value, str) else list(value)
+    return [part.strip() for item in items for part in str(getattr(item, "value", item)).split(",") if part.strip()]
 
 
 def _document_options() -> None:
@@ -172,7 +183,7 @@ def derive(
 
 def export(
     run_dir: str | Path,
-    formats: Sequence[Format | str] = ("npy",),
+    formats: str | Sequence[Format | str] = "npy",
     *,
     vector_set: str | None = None,
     layer: int | None = None,
@@ -188,7 +199,8 @@ def export(
 
     Args:
         run_dir: a finished run folder.
-        formats: ``word2vec``, ``kv`` (gensim), ``model2vec``, ``sentence-transformers``, ``npy``, ``projector``.
+        formats: ``word2vec``, ``kv`` (gensim), ``model2vec``, ``sentence-transformers``, ``npy``, ``projector``:
+            one, a comma-separated list or a sequence.
         vector_set: the set by name (default: the recommended set, else the first layer's); or ``layer`` and
             ``pooling``.
         layer: a layer set of the run.
@@ -204,31 +216,32 @@ def export(
     """
     from distill.serve.export import export_run, parse_formats
 
-    names = [getattr(f, "value", f) for f in formats]
-    chosen = parse_formats(",".join(str(n) for n in names))
+    chosen = parse_formats(",".join(_names(formats)))
     pooled = getattr(pooling, "value", pooling)  # checked by the run folder (RunDir.set_for)
     return export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooled, formats=chosen, out=out,
                       dtype=dtype, scale=scale, dims=dims, top_words=top_words, weighting=weighting)  # fmt: skip
 
 
 def evaluate(
-    vectors: Sequence[str | Path],
+    vectors: str | Path | Sequence[str | Path],
     *,
-    baselines: Sequence[str | Path] = (),
+    baselines: str | Path | Sequence[str | Path] = (),
     vector_set: str | None = None,
-    benchmarks: Sequence[str] | None = None,
-    oov: Sequence[Oov | str] = (Oov.STANDARD, Oov.PIECES),
+    benchmarks: str | Sequence[str] | None = None,
+    oov: str | Sequence[Oov | str] = (Oov.STANDARD, Oov.PIECES),
     seed: int = 0,
     progress: bool = False,
 ) -> list[Row]:
     """Score word vectors on the word benchmarks, as ``distill evaluate`` does (without writing a report).
 
     Args:
-        vectors: vector files (word2vec ``.txt``/``.bin``, GloVe text, ``.gz``) or run folders (every set).
+        vectors: a vector file (word2vec ``.txt``/``.bin``, GloVe text, ``.gz``) or run folder (every set), or
+            several.
         baselines: vector files scored beside them, marked as baselines.
         vector_set: for run folders: this set only (``best``, ``layer1.pc`` ...).
-        benchmarks: benchmark names (default: every word benchmark the data folder holds).
-        oov: OOV policies: ``standard``, ``paper``, ``pieces``, ``alone``.
+        benchmarks: benchmark names, a sequence or comma-separated (default: every word benchmark the data
+            folder holds).
+        oov: OOV policies, a sequence or comma-separated: ``standard``, ``paper``, ``pieces``, ``alone``.
         seed: seed of the clustering (categorization).
         progress: show a progress bar.
     """
@@ -236,12 +249,12 @@ def evaluate(
     from distill.evaluation.report import EvalOptions, evaluate_rows
     from distill.evaluation.vectors import expand_paths, load_vectors
 
-    options = EvalOptions(oov=parse_choices(Oov, list(oov), "OOV policy"), seed=seed)
+    options = EvalOptions(oov=parse_choices(Oov, _names(oov), "OOV policy"), seed=seed)
     if benchmarks is not None:
-        options = dataclasses.replace(options, benchmarks=tuple(benchmarks))
-    files = expand_paths(list(vectors), vector_set)
+        options = dataclasses.replace(options, benchmarks=tuple(_names(benchmarks)))
+    files = expand_paths(_paths(vectors), vector_set)
     rows: list[Row] = evaluate_rows([load_vectors(f) for f in files], options,
-                                    [load_vectors(b) for b in baselines], progress=progress)  # fmt: skip
+                                    [load_vectors(b) for b in _paths(baselines)], progress=progress)  # fmt: skip
     return rows
 
 

@@ -66,6 +66,12 @@ def test_a_run_of_binary_files_alone_serves_every_command(bert_run, tiny_bert_di
         assert (out / f"{name}.bin").read_bytes() == (bert_run.out / f"{name}.bin").read_bytes()
     rows = distill.evaluate([out], benchmarks=["simlex999"], oov=["standard"])
     assert len(rows) == 3 * 2 + 1 and {r.path.rsplit(".", 1)[-1] for r in rows} == {"bin"}
+    # one file and comma lists, as the command line takes them: a string is not a sequence of paths or names
+    one = distill.evaluate(out / "layer1.pc.bin", benchmarks="simlex999,ws353", oov="standard")
+    assert [r.path for r in one] == [str(out / "layer1.pc.bin")] and len(one[0].scores) == 2
+    assert repr(next(r.scores for r in rows if r.path == one[0].path)[0]) == repr(one[0].scores[0])  # nan == nan
+    written = distill.export(out, "npy,kv", vector_set="layer1.pc", out=tmp_path / "e")
+    assert sorted(p.name for p, _ in written) == ["layer1.pc.kv", "layer1.pc.npy"]
     searcher = Searcher.open(out, layer=1, pooling="pc")  # no index was written: built, as for any vector file
     word = searcher.words[0]
     assert searcher.neighbors([word], k=2)[0][0][0] == distill.load(out, layer=1).most_similar(word, topn=1)[0][0]
