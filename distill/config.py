@@ -87,9 +87,15 @@ EXPORT_DTYPES = (DType.FLOAT32, DType.FLOAT16, DType.INT8)
 
 def check_dtype(dtype: DType | str, allowed: Sequence[DType], option: str) -> DType:
     """``dtype`` as a DType, when ``option`` takes it; ConfigError naming the choices otherwise."""
-    found = parse_choices(DType, [dtype], option.lstrip("-"), many=False)[0]
+    choices = ", ".join(d.value for d in allowed)
+    try:
+        found = parse_choices(DType, [dtype], option.lstrip("-"), many=False)[0]
+    except ConfigError:  # named with this use's choices, not every DType's
+        raise ConfigError(
+            f"unknown {option.lstrip('-')} {str(getattr(dtype, 'value', dtype))!r}; use one of: {choices}"
+        ) from None
     if found not in allowed:
-        raise ConfigError(f"{option} {found.value} is not available; use one of: {', '.join(d.value for d in allowed)}")
+        raise ConfigError(f"{option} {found.value} is not available; use one of: {choices}")
     return found
 
 

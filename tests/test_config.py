@@ -164,3 +164,13 @@ def test_options_that_need_wordfreq_say_so_before_any_model_loads(monkeypatch):
     with pytest.raises(ConfigError, match="--language-words needs the package wordfreq"):
         RunConfig(best=True, language_words=5)
     RunConfig(teacher=True)  # no bags: no wordfreq needed
+
+
+def test_a_dtype_is_refused_with_the_choices_of_its_use():
+    from distill.config import EXPORT_DTYPES, STORE_DTYPES, DType, check_dtype
+
+    assert check_dtype("int8", EXPORT_DTYPES, "--dtype") is DType.INT8
+    with pytest.raises(ConfigError, match=r"^unknown dtype 'int4'; use one of: float32, float16, int8$"):
+        check_dtype("int4", EXPORT_DTYPES, "--dtype")
+    with pytest.raises(ConfigError, match=r"^--store-dtype int8 is not available; use one of: auto, float32, float16$"):
+        check_dtype("int8", STORE_DTYPES, "--store-dtype")
