@@ -362,3 +362,10 @@ def test_distill_model_on_an_unknown_device_is_one_clear_line(tiny_bert_dir, tmp
                 "--teacher-bags", "0", "--device", "gpu")  # fmt: skip
     _one_error(done, "unknown device 'gpu'")
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("model", ["/nowhere/model", "./nowhere", "models/nowhere/model"])
+def test_a_model_folder_that_is_not_there_is_named_as_a_folder(tmp_path, model):
+    """Not as a hub id to download: a path is no repository name."""
+    _one_error(_cli(*_run_args(model, tmp_path / "out")), f"no model folder at {model}")
+    assert not (tmp_path / "out").exists()

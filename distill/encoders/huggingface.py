@@ -183,6 +183,9 @@ def _from_pretrained(loader: Any, name: str, source: str, **kwargs: Any) -> Any:
             ) from err  # fmt: skip
         if "custom code" in str(err):
             raise _load_error(name, source, err, "") from err
+    if source.startswith(("/", "./", "../", "~")) or source.count("/") > 1 or "\\" in source:
+        raise ConfigError(f"no model folder at {source}; give a folder that save_pretrained wrote, a hub id "
+                          "(owner/name) or an alias (distill run --help lists them)")  # fmt: skip
     if not hub_reachable():
         raise ConfigError(
             f"model {name!r} ({source}) is not in the local Hugging Face cache and the hub cannot be "
