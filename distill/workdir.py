@@ -227,14 +227,19 @@ class WorkDir:
         path = self.path / COUNTED_WORDS
         if not path.is_file():
             return None
-        meta = json.loads(path.read_text(encoding="utf-8"))
-        vocab = Vocabulary(
-            words=tuple(meta["words"]),
-            counts=np.load(self.path / COUNTS),
-            lowercase=meta["lowercase"],
-            dropped=meta["dropped"],
-        )
-        return vocab, CorpusStats(**meta["corpus"])
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+            vocab = Vocabulary(
+                words=tuple(meta["words"]),
+                counts=np.load(self.path / COUNTS, allow_pickle=False),
+                lowercase=meta["lowercase"],
+                dropped=meta["dropped"],
+            )
+            return vocab, CorpusStats(**meta["corpus"])
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as err:
+            raise OutputError(
+                f"the counted vocabulary in {self.path} is damaged ({err}); run again with --restart"
+            ) from err
 
     # -- the encoding pass
 

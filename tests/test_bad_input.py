@@ -242,6 +242,28 @@ def test_a_table_with_baselines_refuses_stdin_before_it_distils(tiny_bert_dir, t
     assert not out.exists()
 
 
+def test_a_damaged_counted_vocabulary_says_run_again_with_restart(tmp_path):
+    from distill.errors import OutputError
+    from distill.workdir import WorkDir
+
+    work = WorkDir(tmp_path)
+    work.open(None, ())
+    (work.path / "vocabulary.json").write_text('{"words": ["king"')
+    with pytest.raises(OutputError, match="counted vocabulary .* is damaged .*run again with --restart"):
+        work.load_vocabulary()
+    work.close(remove=True)
+
+
+def test_a_teacher_with_a_damaged_pooling_config_is_one_error(tmp_path):
+    from distill.errors import ConfigError
+    from distill.tune.teacher import teacher_pooling
+
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text("{")
+    with pytest.raises(ConfigError, match="the model folder is damaged"):
+        teacher_pooling(tmp_path)
+
+
 def test_a_work_folder_that_is_a_link_is_refused(tiny_bert_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

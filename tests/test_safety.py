@@ -335,13 +335,30 @@ def test_a_truncated_file_of_a_run_is_one_line(run_copy, target, command, expect
     _one_error(_cli(*[c.format(run=run_copy) for c in command]), expected)
 
 
-@pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
-def test_a_damaged_exported_model_is_one_line(run_copy, tmp_path, fmt):
+@pytest.mark.parametrize(
+    ("fmt", "damaged", "expected"),
+    [
+        ("model2vec", "model.safetensors", "cannot load"),
+        ("sentence-transformers", "model.safetensors", "cannot load"),
+        ("model2vec", "config.json", "the model folder is damaged"),
+    ],
+)
+def test_a_damaged_exported_model_is_one_line(run_copy, tmp_path, fmt, damaged, expected):
     folder = tmp_path / fmt
     assert _cli("export", str(run_copy), "--set", "best", "--format", fmt, "--out", str(folder)).returncode == 0
-    weights = next(folder.rglob("model.safetensors"))
-    weights.write_bytes(weights.read_bytes()[:64])
-    _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), "cannot load", str(folder))
+    path = next(folder.rglob(damaged))
+    path.write_bytes(path.read_bytes()[:64])
+    _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), expected, str(folder))
+
+
+def test_a_vector_file_beside_another_programs_manifest_is_scored(run_copy, tmp_path):
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    shutil.copy(run_copy / "layer1.pc.txt", folder)
+    for text in ("{not json", '{"model": 3}'):
+        (folder / "manifest.json").write_text(text)
+        done = _cli("evaluate", str(folder / "layer1.pc.txt"), "--benchmarks", "ws353", "--no-progress")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_truncated_index_is_built_again(run_copy):

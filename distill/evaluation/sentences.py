@@ -196,7 +196,11 @@ def is_model2vec_folder(path: Path) -> bool:
     config = path / "config.json"
     if not (config.is_file() and (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()):
         return False
-    return "architectures" not in json.loads(config.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{config} cannot be read ({err}); the model folder is damaged") from err
+    return not (isinstance(data, dict) and "architectures" in data)
 
 
 def is_sentence_transformers_folder(path: Path) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from distill.config import Pooling
 from distill.errors import ConfigError
+from distill.manifest import check_manifest, is_our_manifest
 from distill.names import BASELINES, MANIFEST, layer_file
 from distill.rundir import RunDir
 from distill.vectors.reader import read_vectors
@@ -31,16 +32,32 @@ class Vectors:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _read_beside(path: Path) -> Any:
+    """The JSON of a file beside a vector file; None when there is none or it is not JSON (then it says nothing
+    of the vectors, which are still scored)."""
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _meta(path: Path) -> dict[str, Any]:
-    """What the run folder's manifest says of this file: model, corpus, layer, pooling (empty if unknown)."""
+    """What the run folder's manifest says of this file: model, corpus, layer, pooling (empty if unknown). A
+    manifest of ours with fields of the wrong kind is a ConfigError; another program's is passed over."""
     found = layer_file(path.name)
     for name in (MANIFEST, BASELINES):
-        manifest = path.parent / name
-        if not manifest.is_file():
-            continue
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = _read_beside(path.parent / name)
         if name == BASELINES:
-            return dict(data.get("files", {}).get(path.name, {}), corpus=data.get("corpus"))
+            files = data.get("files") if isinstance(data, dict) else None
+            entry = files.get(path.name) if isinstance(files, dict) else None
+            if isinstance(entry, dict) and isinstance(data, dict):
+                return dict(entry, corpus=data.get("corpus"))
+            continue
+        if not is_our_manifest(data):
+            continue
+        data = check_manifest(data, path.parent / name)
         common = {
             "model": data["model"]["name"],
             "corpus": [Path(f["path"]).name for f in data["corpus"]["files"]],

@@ -27,7 +27,12 @@ def teacher_pooling(source: str | Path) -> str:
     config = Path(source) / "1_Pooling" / "config.json"
     if not config.is_file():
         return "mean"
-    data = json.loads(config.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{config} cannot be read ({err}); the model folder is damaged") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{config} is not a sentence-transformers pooling config; the model folder is damaged")
     if data.get("pooling_mode_cls_token"):
         return "cls"
     if data.get("pooling_mode_mean_tokens", True):
