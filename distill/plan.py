@@ -101,7 +101,7 @@ def load_model(plan: Plan) -> Encoder:
     config = plan.config
     encoder = load_encoder(config.model, plan.source, plan.layers, device=config.device, dtype=config.dtype.value,
                            max_length=config.max_length, revision=config.revision, gguf_file=plan.gguf_file,
-                           config=plan.model_config)  # fmt: skip
+                           config=plan.model_config, progress=config.progress)  # fmt: skip
     logger.info("model %s: %d layers, hidden %d, %s on %s", plan.source, encoder.n_layers, encoder.hidden_size,
                 str(encoder.dtype).removeprefix("torch."), encoder.device)  # fmt: skip
     return encoder

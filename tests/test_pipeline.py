@@ -367,3 +367,14 @@ def test_a_run_killed_while_the_teacher_reads_the_bags_goes_on_from_the_blocks_i
     assert whole == 4 and resumed_batches == 2  # 30 bags: four blocks of at most 8, a batch each; two kept
     assert TEACHER in resumed.manifest["files"]
     assert (tmp_path / "out" / TEACHER).read_bytes() == (tmp_path / "whole" / TEACHER).read_bytes()
+
+
+def test_a_run_without_progress_shows_no_bar_of_transformers_either(tiny_bert_dir, tmp_path, capfd):
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()
+    _run(tiny_bert_dir, tmp_path / "quiet")
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # the caller's setting, as it was
+    _run(tiny_bert_dir, tmp_path / "shown", progress=True)
+    assert "Loading weights" in capfd.readouterr().err

@@ -3,9 +3,11 @@ after the highest requested layer. No code from a model folder or the hub ever r
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -267,6 +269,21 @@ def truncate_layers(model: torch.nn.Module, n_layers: int, keep: int) -> None:
             setattr(parent, norm, torch.nn.Identity())
 
 
+@contextlib.contextmanager
+def _bars(shown: bool) -> Iterator[None]:
+    """transformers' progress bars off for the block unless ``shown``, as they were after it."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    if was and not shown:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was and not shown:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(
     name: str,
     source: str,
@@ -278,8 +295,10 @@ def load_model(
     revision: str | None = None,
     gguf_file: str | None = None,
     config: Any = None,
+    progress: bool = True,
 ) -> HuggingFaceEncoder:
-    """Tokenizer and base model (no LM head), cut after the highest requested layer, in eval mode."""
+    """Tokenizer and base model (no LM head), cut after the highest requested layer, in eval mode; ``progress``
+    False: no transformers bar while the weights load (``distill.run(progress=False)``, ``--no-progress``)."""
     from transformers import AutoModel, AutoTokenizer
 
     config = config or load_model_config(name, source, revision, gguf_file)
@@ -290,7 +309,8 @@ def load_model(
     if not getattr(tokenizer, "is_fast", True):
         raise ConfigError(f"model {name!r} has no fast tokenizer (tokenizer.json); distill needs its offsets")
     check_tokenizer(name, tokenizer, config)
-    model = _from_pretrained(AutoModel, name, source, revision=revision, gguf_file=gguf_file, dtype=torch_dtype)
+    with _bars(progress):
+        model = _from_pretrained(AutoModel, name, source, revision=revision, gguf_file=gguf_file, dtype=torch_dtype)
     keep = max(1, max(layers))  # with no layer at all, transformers 5 records no hidden state
     truncate_layers(model, n_layers, keep)
     model.to(torch_device).eval()
