@@ -515,7 +515,10 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, kind):
                 object.__setattr__(self, name, parse_choices(kind, [value], name.replace("_", " "), many=False)[0])
-        object.__setattr__(self, "corpus", tuple(str(c) for c in self.corpus))
+        corpus: Any = self.corpus  # one path given alone is one input, not a sequence of characters
+        object.__setattr__(
+            self, "corpus", (str(corpus),) if isinstance(corpus, (str, Path)) else tuple(map(str, corpus))
+        )
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
         object.__setattr__(self, "formats", parse_formats(self.formats))
         object.__setattr__(self, "layers", Layers.parse(self.layers))

@@ -174,3 +174,11 @@ def test_a_dtype_is_refused_with_the_choices_of_its_use():
         check_dtype("int4", EXPORT_DTYPES, "--dtype")
     with pytest.raises(ConfigError, match=r"^--store-dtype int8 is not available; use one of: auto, float32, float16$"):
         check_dtype("int8", STORE_DTYPES, "--store-dtype")
+
+
+def test_one_corpus_path_given_alone_is_one_input():
+    from .conftest import TINY_CORPUS
+
+    assert RunConfig(corpus=str(TINY_CORPUS)).corpus == (str(TINY_CORPUS),)
+    assert RunConfig(corpus=Path(TINY_CORPUS)).corpus == (str(TINY_CORPUS),)  # type: ignore[arg-type]
+    assert RunConfig(corpus=[TINY_CORPUS, str(TINY_CORPUS)]).corpus == (str(TINY_CORPUS),) * 2  # type: ignore[list-item]
