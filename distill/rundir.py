@@ -15,7 +15,7 @@ import numpy as np
 
 from distill.config import ALL_FORMATS, Pooling, SetFormat
 from distill.errors import ConfigError
-from distill.files import atomic_path, bare_name, check_writable, is_bare_name, member, write_json
+from distill.files import LISTING, atomic_path, bare_name, check_writable, is_bare_name, member, write_json
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
 from distill.names import LOCK_FILE, MANIFEST, VOCAB, is_pieces_file, is_temporary, layer_file, set_name, set_of_file
@@ -144,10 +144,21 @@ class RunDir:
     def manifest(self) -> dict[str, Any]:
         """The ``manifest.json`` of a finished run; ConfigError when the folder is not one."""
         if not self.manifest_path.is_file():
-            if any(layer_file(p.name) for p in self._entries()):
+            if (self.path / LISTING).is_file():
+                raise ConfigError(
+                    f"{self.path} is an export (its {LISTING} lists what distill wrote), not a run folder: give the "
+                    "run folder it came from"
+                )
+            files = sorted(p.name for p in self._entries() if layer_file(p.name))
+            if files and (self.path / VOCAB).is_file():
                 raise ConfigError(
                     f"{self.path} holds vector files but no {MANIFEST}: the run that wrote them did not finish "
                     "(killed, or the disk filled up); run it again"
+                )
+            if files:
+                raise ConfigError(
+                    f"{self.path} holds vector files but is no run folder (no {MANIFEST}): give one of its files, "
+                    f"such as {self.path / files[0]}"
                 )
             raise ConfigError(f"{self.path} is not a distill run folder (no {MANIFEST})")
         if self.manifest_path.is_symlink():
@@ -282,6 +293,11 @@ def load_file(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"no vector file at {path}")
+    if path.suffix == ".kv":  # gensim's own format is a pickle: loading it could run code
+        raise ConfigError(
+            f"{path} is gensim's native format, a pickle, which distill never loads (it can run code): give the "
+            ".bin or .txt set, or load it with KeyedVectors.load if you trust where it came from"
+        )
     return read_vectors(path)
 
 

@@ -351,6 +351,19 @@ def test_a_damaged_exported_model_is_one_line(run_copy, tmp_path, fmt, damaged, 
     _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), expected, str(folder))
 
 
+def test_exports_given_where_a_run_is_expected_are_named_for_what_they_are(run_copy, tmp_path):
+    out = tmp_path / "e"
+    assert (
+        _cli("export", str(run_copy), "--set", "layer1.pc", "--format", "kv,npy,word2vec", "--out", str(out)).returncode
+        == 0
+    )
+    _one_error(_cli("neighbors", str(out / "layer1.pc.kv"), "king"), "gensim's native format, a pickle")
+    _one_error(_cli("neighbors", str(out / "layer1.pc.npy"), "king"), "is an export", "not a run folder")
+    _one_error(_cli("neighbors", str(out), "king"), "is no run folder", str(out / "layer1.pc.bin"))
+    done = _cli("neighbors", str(out / "layer1.pc.bin"), "king", "-k", "1")
+    assert done.returncode == 0 and done.stdout.startswith("king: "), done.stderr
+
+
 def test_a_vector_file_beside_another_programs_manifest_is_scored(run_copy, tmp_path):
     folder = tmp_path / "elsewhere"
     folder.mkdir()
