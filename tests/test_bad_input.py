@@ -282,6 +282,10 @@ def finished_run(tiny_bert_dir, tmp_path_factory) -> Path:
     return out
 
 
+def test_neighbors_refuses_an_empty_word(finished_run):
+    _one_error(_cli("neighbors", str(finished_run), "king", " "), "a query word is empty")
+
+
 @pytest.mark.parametrize("k", ["-5", "0"])
 def test_neighbors_needs_a_positive_k(finished_run, k):
     done = _cli("neighbors", str(finished_run), "king", "-k", k)

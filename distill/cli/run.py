@@ -12,6 +12,7 @@ from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_er
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
 from distill.derived import DerivePooling
+from distill.errors import ConfigError
 from distill.serve.compress import Scale
 from distill.tune.options import MODEL_BAG_TOPICS, MODEL_BAGS, TuneOptions
 from distill.vectors.faiss_index import IndexKind
@@ -85,6 +86,8 @@ def neighbors(
     from distill.serve.search import Searcher
 
     with user_errors():
+        if not all(word.strip() for word in words):
+            raise ConfigError("a query word is empty (or only white space); give the words to look up")
         layer = layer if old_layer is None else old_layer
         searcher = Searcher.open(vectors, layer, pooling and pooling.value, index, vector_set, oov)
         found = searcher.neighbors(words, k)
