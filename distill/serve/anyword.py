@@ -33,6 +33,10 @@ class AnyWordVectors(KeyedVectors):
     run_dir: str | None = None
     set_name: str | None = None
     oov: Oov = Oov.PIECES
+    lowercase: bool = False  # the run folded case: "King" is the vocabulary's "king", as the model reads it
+
+    def _key(self, word: str) -> str:
+        return word.lower() if self.lowercase and word not in self.key_to_index else word
 
     def _fallback(self) -> Any:
         if "_opened" not in self.__dict__:  # at the first unknown word
@@ -54,11 +58,12 @@ class AnyWordVectors(KeyedVectors):
     def source(self, word: str) -> str:
         """``vocabulary``, ``pieces`` (built from the word's pieces), ``alone`` (the model read it alone) or
         ``none`` (no vector)."""
-        if word in self.key_to_index:
+        if self._key(word) in self.key_to_index:
             return VOCABULARY
         return self._fallback().source if self._fallback_vector(word) is not None else NONE
 
     def get_vector(self, key: Any, norm: bool = False) -> np.ndarray:
+        key = self._key(key) if isinstance(key, str) else key
         if not isinstance(key, str) or key in self.key_to_index:
             return super().get_vector(key, norm=norm)
         v = self._fallback_vector(key)
@@ -80,6 +85,7 @@ class AnyWordVectors(KeyedVectors):
             keys = [keys] if keys is not None else None
         if keys is None:
             return None
+        keys = [self._key(k) if isinstance(k, str) else k for k in keys]  # gensim leaves these out of the answers
         return [k if not isinstance(k, str) or k in self.key_to_index else self.get_vector(k, norm=True) for k in keys]
 
 
@@ -128,4 +134,5 @@ def load(
     name = run.resolve_set(vector_set, layer, pooling)
     kv = AnyWordVectors.load_word2vec_format(str(run.set_binary(name)), binary=True)
     kv.run_dir, kv.set_name, kv.oov = str(path), name, oov
+    kv.lowercase = bool(run.manifest()["vocabulary"]["lowercase"])
     return kv

@@ -32,9 +32,13 @@ class Searcher:
     index: Any
     kind: IndexKind = IndexKind.FLAT
     fallback: Any = None  # vectors for words outside the vocabulary (pieces.SetFallback, alone.AloneFallback)
+    lowercase: bool = False  # a run that folded case: queries are folded too, as the model reads them
 
     def __post_init__(self) -> None:
         self.key_to_index = {w: i for i, w in enumerate(self.words)}
+
+    def _key(self, word: str) -> str:
+        return word.lower() if self.lowercase and word not in self.key_to_index else word
 
     @classmethod
     def open(
@@ -66,12 +70,13 @@ class Searcher:
             index = build_faiss_index(kv.vectors, kind)
             _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index, digest)
         fallback = open_fallback(path, name, oov) if path.is_dir() else None
-        return cls(words, unit, index, kind, fallback)
+        lowercase = path.is_dir() and bool(RunDir(path).manifest()["vocabulary"]["lowercase"])
+        return cls(words, unit, index, kind, fallback, lowercase)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
         """Unit vector of ``word`` and where it came from: ``vocabulary``, the fallback's source (``pieces``,
         ``alone``) or ``none``."""
-        i = self.key_to_index.get(word)
+        i = self.key_to_index.get(self._key(word))
         if i is not None:
             return self.unit[i], "vocabulary"
         v = self.fallback.vector(word) if self.fallback is not None else None
@@ -93,7 +98,9 @@ class Searcher:
             if v is None:
                 continue
             hits = [
-                (self.words[t], float(s)) for t, s in zip(ids[j], scores[j]) if t >= 0 and self.words[t] != queries[q]
+                (self.words[t], float(s))
+                for t, s in zip(ids[j], scores[j])
+                if t >= 0 and self.words[t] != self._key(queries[q])
             ]
             out[q] = hits[:k]
             j += 1

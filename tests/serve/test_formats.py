@@ -191,6 +191,16 @@ def test_load_answers_any_word_and_says_where_its_vector_came_from(pieces_run, t
     assert kv.most_similar("kingqqq", topn=1)[0] == ("king", pytest.approx(1.0, abs=1e-5))
     with pytest.raises(KeyError, match="none of its pieces was seen"):
         kv["qqqzzz"]
+    # an uncased run folded case: "King" is the vocabulary's word, as the model reads it, and never its own neighbour
+    assert kv.source("King") == "vocabulary" and "King" not in kv
+    np.testing.assert_array_equal(kv["King"], kv["king"])
+    assert kv.most_similar("King", topn=3) == kv.most_similar("king", topn=3)
+    from distill.serve.search import Searcher
+
+    searcher = Searcher.open(pieces_run, layer=1, pooling="mean")
+    assert searcher.vector("King")[1] == "vocabulary" and searcher.neighbors(["King"], 3) == searcher.neighbors(
+        ["king"], 3
+    )
     kv.save(str(tmp_path / "any.kv"))  # gensim's own format: the fallback is opened again on demand
     again = KeyedVectors.load(str(tmp_path / "any.kv"))
     np.testing.assert_allclose(again["kingqqq"], kv["kingqqq"])
