@@ -174,9 +174,10 @@ def iter_lines(
     are not UTF-8 (unless ``errors`` is ``replace``) and for a corpus with no text at all.
     """
     stats = stats if stats is not None else CorpusStats()
+    given = given or {}
     total = 0
     for path in expand_corpus(paths, outputs_of):
-        handle, name = _open_text(path), input_name((given or {}).get(path, path))
+        handle, name = _open_text(path), input_name(given.get(path, path))
         digest = hashlib.sha256()
         n_lines = 0
         try:
@@ -212,7 +213,7 @@ def iter_lines(
         stats.files.append({"path": name, "sha256": digest.hexdigest(), "lines": n_lines})
     if total == 0:
         raise ConfigError(
-            f"the corpus ({', '.join(input_name((given or {}).get(p, p)) for p in paths)}) has no text; give files "
+            f"the corpus ({', '.join(input_name(given.get(p, p)) for p in paths)}) has no text; give files "
             "with one sentence or paragraph per line"
         )
 

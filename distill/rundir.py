@@ -29,16 +29,19 @@ def words_per_line(manifest: dict[str, Any]) -> float:
 def listed_files(folder: Path) -> set[str]:
     """The files a distill run's manifest in ``folder`` lists (none when there is no manifest of ours)."""
     path = folder / MANIFEST
-    data = _read_json(path) if path.is_file() and not path.is_symlink() else None
+    data = read_json_file(path)
     if not is_our_manifest(data):
         return set()
     return {name for name in data["files"] if is_bare_name(name)}
 
 
-def _read_json(path: Path) -> Any:
+def read_json_file(path: Path) -> Any:
+    """A JSON file's data; None when there is none, it is a symbolic link (never followed) or it is not JSON."""
+    if not path.is_file() or path.is_symlink():
+        return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (OSError, ValueError):
         return None
 
 
@@ -163,7 +166,7 @@ class RunDir:
             raise ConfigError(f"{self.path} is not a distill run folder (no {MANIFEST})")
         if self.manifest_path.is_symlink():
             raise ConfigError(f"{self.manifest_path} is a symbolic link; distill never follows links in its folders")
-        return check_manifest(_read_json(self.manifest_path), self.manifest_path)
+        return check_manifest(read_json_file(self.manifest_path), self.manifest_path)
 
     def _entries(self) -> list[Path]:
         return list(self.path.iterdir()) if self.path.is_dir() else []
@@ -184,7 +187,7 @@ class RunDir:
         finished), then the files it lists, and temporaries a killed run left. Files that no run of ours
         wrote are left alone; a ``manifest.json`` distill did not write is refused."""
         if self.manifest_path.exists() or self.manifest_path.is_symlink():
-            data = _read_json(self.manifest_path) if self.manifest_path.is_file() else None
+            data = read_json_file(self.manifest_path)
             if self.manifest_path.is_symlink() or not is_our_manifest(data):
                 raise ConfigError(
                     f"{self.manifest_path} was not written by distill and would be overwritten; choose another --out"

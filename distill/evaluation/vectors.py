@@ -6,7 +6,6 @@ binary format goes through gensim. ``.gz`` works for both.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from distill.config import Pooling
 from distill.errors import ConfigError
 from distill.manifest import check_manifest, is_our_manifest
 from distill.names import BASELINES, MANIFEST, layer_file
-from distill.rundir import RunDir
+from distill.rundir import RunDir, read_json_file
 from distill.vectors.reader import read_vectors
 
 logger = logging.getLogger(__name__)
@@ -32,23 +31,12 @@ class Vectors:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def _read_beside(path: Path) -> Any:
-    """The JSON of a file beside a vector file; None when there is none or it is not JSON (then it says nothing
-    of the vectors, which are still scored)."""
-    if not path.is_file() or path.is_symlink():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _meta(path: Path) -> dict[str, Any]:
     """What the run folder's manifest says of this file: model, corpus, layer, pooling (empty if unknown). A
     manifest of ours with fields of the wrong kind is a ConfigError; another program's is passed over."""
     found = layer_file(path.name)
     for name in (MANIFEST, BASELINES):
-        data = _read_beside(path.parent / name)
+        data = read_json_file(path.parent / name)  # none, or not JSON: it says nothing of the vectors
         if name == BASELINES:
             files = data.get("files") if isinstance(data, dict) else None
             entry = files.get(path.name) if isinstance(files, dict) else None

@@ -17,6 +17,7 @@ import numpy as np
 from gensim.models import KeyedVectors
 
 from distill.config import Oov
+from distill.corpus import fold
 from distill.errors import ConfigError
 from distill.rundir import RunDir, has_piece_vectors
 from distill.rundir import load as load_vectors
@@ -36,7 +37,7 @@ class AnyWordVectors(KeyedVectors):
     lowercase: bool = False  # the run folded case: "King" is the vocabulary's "king", as the model reads it
 
     def _key(self, word: str) -> str:
-        return word.lower() if self.lowercase and word not in self.key_to_index else word
+        return fold(word, self.lowercase)
 
     def _fallback(self) -> Any:
         if "_opened" not in self.__dict__:  # at the first unknown word

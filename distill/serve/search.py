@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import Oov, parse_choices
+from distill.corpus import fold
 from distill.errors import ConfigError, OutputError
 from distill.files import write_json
 from distill.rundir import RunDir, load_file
@@ -38,7 +39,7 @@ class Searcher:
         self.key_to_index = {w: i for i, w in enumerate(self.words)}
 
     def _key(self, word: str) -> str:
-        return word.lower() if self.lowercase and word not in self.key_to_index else word
+        return fold(word, self.lowercase)
 
     @classmethod
     def open(
@@ -55,11 +56,12 @@ class Searcher:
         ``<stem>.<kind>.faiss`` otherwise), else built and saved. A run folder's words outside the
         vocabulary get the ``oov`` fallback (``pieces`` or ``alone``, see :func:`distill.load`)."""
         kind = parse_choices(IndexKind, [kind], "index kind", many=False)[0]
-        path = Path(path)
+        path, lowercase = Path(path), False
         if path.is_dir():
             run = RunDir(path)
             name = run.resolve_set(vector_set, layer, pooling)
             kv, base = run.load(name), path / name
+            lowercase = bool(run.manifest()["vocabulary"]["lowercase"])  # queries folded as the words were
         else:
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
@@ -70,7 +72,6 @@ class Searcher:
             index = build_faiss_index(kv.vectors, kind)
             _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index, digest)
         fallback = open_fallback(path, name, oov) if path.is_dir() else None
-        lowercase = path.is_dir() and bool(RunDir(path).manifest()["vocabulary"]["lowercase"])
         return cls(words, unit, index, kind, fallback, lowercase)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
