@@ -330,6 +330,11 @@ def test_evaluate_a_damaged_or_truncated_gzip(tmp_path):
     _one_error(_cli("evaluate", str(tmp_path / "junk.txt.gz"), "--benchmarks", "men"), "damaged or truncated")
 
 
+def test_evaluate_names_a_missing_file_and_one_that_is_not_a_regular_file(tmp_path):
+    _one_error(_cli("evaluate", str(tmp_path / "missing.txt"), "--benchmarks", "men"), "not found")
+    _one_error(_cli("evaluate", "/dev/null", "--benchmarks", "men"), "/dev/null is not a regular file")
+
+
 # -- 5. smaller
 
 

@@ -141,7 +141,7 @@ def read_vectors(path: str | Path) -> Any:
     """KeyedVectors from a ``.bin`` (word2vec binary) or any text file (word2vec or GloVe), ``.gz`` or not."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"vector file {path} not found")
+        raise ConfigError(f"vector file {path} {'is not a regular file' if path.exists() else 'not found'}")
     binary = path.name.endswith((".bin", ".bin.gz"))
     if not binary:
         return read_text_vectors(path)
