@@ -156,6 +156,7 @@ def derive(
     whiten: bool = False,
     alone: float = 0.0,
     language_words: int = 0,
+    alone_template: str | Template | None = None,
     progress: bool = True,
 ) -> tuple[str, KeyedVectors]:
     """Derive a set from a run's layer sets and write it into the run folder, as ``distill derive``; returns its
@@ -171,12 +172,15 @@ def derive(
         alone: add this weight times each word's unit reading alone by the run's model (loads the model).
         language_words: also add the words the set lacks among the N most frequent of English (wordfreq), each
             read alone by the run's model, as ``distill run --language-words`` does; 0: none.
+        alone_template: the prompt those words are read alone in (a name of ``distill.config.TEMPLATES`` or text
+            holding ``{word}`` once); None: the run's own. Another prompt is named in the set's name.
         progress: a bar while many words are read alone.
     """
     from distill.derived import Recipe
     from distill.derived import derive as derive_set
 
-    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words)  # type: ignore[arg-type]
+    prompt = None if alone_template is None else Template.parse(alone_template)
+    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words, prompt)  # type: ignore[arg-type]
     name, kv = derive_set(run_dir, recipe, progress)
     return name, kv
 

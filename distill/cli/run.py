@@ -10,7 +10,7 @@ import typer
 from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, DType, Oov, Pooling, check_dtype
+from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, TEMPLATES, DType, Oov, Pooling, check_dtype
 from distill.derived import DerivePooling
 from distill.errors import ConfigError
 from distill.serve.compress import Scale
@@ -202,18 +202,28 @@ def derive(
             "by the run's model (see distill run --language-words). 0: off.",
         ),
     ] = 0,
+    alone_template: Annotated[
+        Optional[str],
+        typer.Option(
+            help="The prompt those words are read alone in: a built-in name ("
+            + ", ".join(TEMPLATES)
+            + ") or text holding {word} once. Default: the run's own (its --alone-template). Another prompt "
+            "names the set after it (layers4-6.mean.alone0.25.word).",
+        ),
+    ] = None,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
     setup_logging(verbose, progress)  # before a model loads: no Hugging Face bars or warnings off a terminal
-    from distill.config import Layers
+    from distill.config import Layers, Template
     from distill.derived import Recipe
     from distill.derived import derive as derive_set
 
     with user_errors():
         weight = alone_weight if alone is None else alone
-        recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words)
+        prompt = None if alone_template is None else Template.parse(alone_template)
+        recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words, prompt)
         name, kv = derive_set(run_dir, recipe, progress)
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 

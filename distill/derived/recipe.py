@@ -9,15 +9,16 @@ same way from the vectors it holds in memory (:func:`derived_vectors` with its o
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from distill.choices import Choice
-from distill.config import Layers, Pooling, parse_choices
+from distill.config import TEMPLATES, Layers, Pooling, Template, parse_choices
 from distill.errors import ConfigError
 from distill.lexicon import frequent_words
 from distill.names import layers_span, set_files
@@ -53,9 +54,14 @@ class Recipe:
     whiten: bool = False
     alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
     words: int = 0  # also the set's missing words among the N most frequent of English, read alone
+    template: Template | None = None  # the prompt those words are read alone in; None: the run's own
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", Layers.parse(self.layers))
+        if self.template is not None:
+            object.__setattr__(self, "template", Template.parse(self.template))
+            if not (self.alone or self.words):
+                raise ConfigError("an alone template needs words read alone: an alone weight or language words")
         for name, kind in (("pooling", DerivePooling), ("combine", Combine)):
             value = getattr(self, name)
             if not isinstance(value, kind):
@@ -78,6 +84,8 @@ class Recipe:
             parts.append(f"alone{self.alone:g}")
         if self.words:
             parts.append(f"words{self.words}")
+        if self.template is not None:
+            parts.append(_template_part(self.template))
         if len(layers) == 1 and len(parts) == 2 and self.pooling is not DerivePooling.PC_MEAN:
             parts.append("unit")  # one layer, untouched: unit vectors, never the run's own layerL.P file
         return ".".join(parts)
@@ -90,7 +98,19 @@ class Recipe:
             data["words_added"] = added
         else:
             del data["words"]  # recipes written before the option read the same
+        if self.template is None:
+            del data["template"]  # the run's own prompt, which its config records
+        else:
+            data["template"] = str(self.template)
         return data
+
+
+def _template_part(template: Template) -> str:
+    """A prompt in a set's name: a built-in's own name (``concept``), or ``prompt`` and a digest of free text."""
+    name = str(template)
+    if name in TEMPLATES:
+        return name
+    return "prompt" + hashlib.sha256(template.text.encode()).hexdigest()[:8]
 
 
 class Derived(NamedTuple):
@@ -155,10 +175,13 @@ def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[
     manifest = run.manifest()
     read_alone = None
     if recipe.alone or recipe.words:
-        from distill.serve.alone import AloneFallback
+        from distill.serve.alone import AloneFallback, run_template
+
+        if recipe.template == run_template(manifest):  # the run's own prompt: the set is named as the run names it
+            recipe = replace(recipe, template=None)
 
         def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-            reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value)
+            reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value, recipe.template)
             reader.progress = progress
             return reader.matrix(words)
 

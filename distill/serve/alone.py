@@ -60,14 +60,16 @@ class AloneFallback:
         found = set_layers(manifest, untuned_set(manifest, set_name))
         if found is None:
             return None
-        fallback = cls.for_layers(manifest, *found)
+        fallback = cls.for_layers(manifest, *found, set_template(manifest, untuned_set(manifest, set_name)))
         fallback.transform = transform
         return fallback
 
     @classmethod
-    def for_layers(cls, manifest: dict[str, Any], layers: list[int], how: str | None) -> AloneFallback:
+    def for_layers(
+        cls, manifest: dict[str, Any], layers: list[int], how: str | None, template: Template | None = None
+    ) -> AloneFallback:
         """The model of the run whose ``manifest`` is given, reading words in ``layers``, combined ``how``
-        (None: one layer's own)."""
+        (None: one layer's own), in ``template`` (None: the run's own prompt)."""
         model = manifest["model"]
         source = str(model["source"])
         if Path(source).is_absolute() and not Path(source).exists():
@@ -78,8 +80,8 @@ class AloneFallback:
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
         # auto: half precision on a GPU, float32 on a CPU (where float16 is slow or unsupported), whatever the run used
         encoder = _encoder(model["name"], source, top, model.get("revision"), model.get("gguf_file"), "auto")
-        template = Template.parse(str(manifest.get("config", {}).get("alone_template", WORD)))
-        return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]), template)
+        prompt = run_template(manifest) if template is None else template
+        return cls(encoder, layers, how, bool(manifest["vocabulary"]["lowercase"]), prompt)
 
     def vectors(self, words: Sequence[str]) -> list[np.ndarray | None]:
         """Each word's vector, read in batches (None for a word with no piece, such as an empty one)."""
@@ -100,6 +102,18 @@ class AloneFallback:
                               saved=self.saved)  # fmt: skip
         read = states[0] if self.combine is None else combine(list(states), self.combine)
         return read if self.transform is None else (read @ self.transform).astype(np.float32)
+
+
+def run_template(manifest: dict[str, Any]) -> Template:
+    """The prompt a run reads words alone in (bare for runs made before prompts)."""
+    return Template.parse(str(manifest.get("config", {}).get("alone_template", WORD)))
+
+
+def set_template(manifest: dict[str, Any], set_name: str) -> Template | None:
+    """The prompt a derived set read its words alone in when it is not the run's own (``distill derive
+    --alone-template``); None for the run's own."""
+    record = (manifest.get("derived") or {}).get(set_name) or {}
+    return None if record.get("template") is None else Template.parse(str(record["template"]))
 
 
 def tuned_transform(run_dir: Path, manifest: dict[str, Any], set_name: str) -> np.ndarray | Literal[False] | None:

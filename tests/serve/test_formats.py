@@ -1,6 +1,7 @@
 """Every export format through its real loader, compression error bounds, FAISS index kinds."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -483,6 +484,40 @@ def test_derive_takes_alone_weight_as_run_does_and_its_old_name_still(pieces_run
         assert done.returncode == 0, done.stderr
         texts.append((Path(run) / "layer1.mean.alone0.5.txt").read_text())
     assert texts[0] == texts[1] and len(texts[0].splitlines()) > 10
+
+
+def test_derive_reads_words_alone_in_another_prompt_and_names_the_set_after_it(pieces_run, tiny_bert_dir, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from distill.derived.recipe import Recipe, derive
+    from distill.serve.alone import AloneFallback
+
+    run = Path(shutil.copytree(pieces_run, tmp_path / "run"))  # its own prompt: the default, concept
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "derive", str(run), "--layers", "1", "--pooling", "mean", "--alone-weight",
+         "0.5", "--alone-template", "word", "--no-progress"], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    name = "layer1.mean.alone0.5.word"
+    record = json.loads((run / "manifest.json").read_text())["derived"][name]
+    assert record["template"] == "word"
+    kv, plain = distill.load(run, vector_set=name), distill.load(run, layer=1, pooling="mean")
+    for word in kv.index_to_key[:3]:
+        (alone,) = _read_alone(tiny_bert_dir, word, [1], prompt=TEMPLATES["word"])
+        expected = plain[word] / np.linalg.norm(plain[word]) + 0.5 * alone / np.linalg.norm(alone)
+        np.testing.assert_allclose(kv[word], expected, atol=1e-5)
+    (unknown,) = _read_alone(tiny_bert_dir, "kingqqq", [1], prompt=TEMPLATES["word"])  # its fallback: that prompt
+    read = AloneFallback.open(run, name).vector("kingqqq")  # a derived set's layers combine as unit vectors
+    np.testing.assert_allclose(read / np.linalg.norm(read), unknown / np.linalg.norm(unknown), atol=1e-5)
+    # the run's own prompt, named or not, is the set the run would make; free text is named by its digest
+    own, _ = derive(run, Recipe(layers="1", pooling="mean", alone=0.5, template=DEFAULT_TEMPLATE))
+    assert own == "layer1.mean.alone0.5"
+    free, _ = distill.derive(run, "1", "mean", alone=0.5, alone_template="say {word}", progress=False)
+    assert re.fullmatch(r"layer1\.mean\.alone0\.5\.prompt[0-9a-f]{8}", free)
+    with pytest.raises(ConfigError, match="needs words read alone"):
+        Recipe(layers="1", template="word")
 
 
 def test_a_card_names_the_teacher_by_its_hub_id_and_never_by_a_path():
