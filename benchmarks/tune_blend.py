@@ -3,6 +3,7 @@ size) trained once, every blend scored on STS.
 
     python benchmarks/tune_blend.py RUN [--set best] [--losses cosine,mse,contrastive,relational]
         [--learning-rates 1e-3] [--blends 0,0.25,0.5,0.75,1] [--sentences 25000,50000] [--maps on,off] [--soup 0,7]
+        [--rounds 3]
 
 Trains the export table of a run made with ``--teacher`` (as ``distill tune`` does, nothing written to the
 run), then scores the table moved each blend of the way from the distilled start (0) to the trained one (1)
@@ -11,7 +12,9 @@ and the MTEB splits (STS12's test split, STS13-16) with their means. ``--sentenc
 of that many of the run's sentences as well as on all of them: does the model gain from more targets?
 ``--maps on,off`` trains with and without the shared map (``distill tune --no-shared-map``). ``--soup 0,7``
 trains once per seed instead and also scores the mean of those trained tables (a model soup), each blended
-from the same start.
+from the same start. ``--rounds N`` trains born-again rounds: each round starts from the last round's table at
+the default blend (``distill tune``'s table after round 1) and trains toward the same targets again; every blend of
+each round is scored, from that round's start.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
-from distill.tune.train import TunedTable, train_table
+from distill.tune.train import TunedTable, train_table, tune, tuning_targets
 
 
 def main() -> None:
@@ -40,6 +43,7 @@ def main() -> None:
     parser.add_argument("--sentences", default="all", help="comma-separated counts; all: every sentence")
     parser.add_argument("--maps", default="on", help="on, off or both: train with the shared map or without")
     parser.add_argument("--soup", default="", help="comma-separated seeds: each trained, then their mean scored")
+    parser.add_argument("--rounds", type=int, default=1, help="born-again rounds, each from the last one's table")
     args = parser.parse_args()
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
@@ -60,6 +64,17 @@ def main() -> None:
                   f"{years} | {score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | {score.mean_13_16():.1f} |",
                   flush=True)  # fmt: skip
 
+    if args.rounds > 1:
+        table = train_table(run, name, SentenceRecipe(Weighting.SIF), TuneOptions())
+        report(table, "cosine, round 1 | 1e-3 | on", "")
+        ids, targets, bags = tuning_targets(run, table, TuneOptions())
+        for round_ in range(2, args.rounds + 1):
+            start = table.blended(TuneOptions.blend)
+            result = tune(start, ids, targets, TuneOptions(), train_only=bags)
+            table = replace(table, start=start, result=result)
+            fall = f"{result.history[0]['held_out']:.4g} -> {result.history[result.best_epoch]['held_out']:.4g}"
+            report(table, f"cosine, round {round_} | 1e-3 | on", fall)
+        return
     if args.soup:
         tables = []
         for seed in (int(s) for s in args.soup.split(",")):

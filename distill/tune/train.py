@@ -331,6 +331,17 @@ def train_table(
     """Train the export table of set ``name`` (the recipe baked in) toward the teacher embeddings the run kept
     (``sentences``: a seeded sample of that many of them, for learning curves; ``checkpoint``: :func:`tune`'s)."""
     table = export_table(run, name, recipe)
+    ids, targets, bags = tuning_targets(run, table, options, sentences)
+    result = tune(table.start, ids, targets, options, progress, bags, device=device, checkpoint=checkpoint)
+    result.bags = bags
+    return TunedTable(**vars(table), result=result)
+
+
+def tuning_targets(
+    run: RunDir, table: ExportTable, options: TuneOptions, sentences: int | None = None
+) -> tuple[list[np.ndarray], np.ndarray, int]:
+    """What :func:`tune` trains ``table`` on: each kept text's rows and the teacher's embedding of it, the bags
+    last, and how many bags (``sentences``: a seeded sample of that many texts)."""
     texts, targets, bags = read_teacher(run.path)
     if not options.bags:  # the corpus sentences alone: the bags follow them
         texts, targets, bags = texts[: len(texts) - bags], targets[: len(texts) - bags], 0
@@ -340,9 +351,7 @@ def train_table(
     if sentences is not None and sentences < len(ids):
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]
-    result = tune(table.start, ids, targets, options, progress, int(is_bag.sum()), device=device, checkpoint=checkpoint)
-    result.bags = int(is_bag.sum())
-    return TunedTable(**vars(table), result=result)
+    return ids, targets, int(is_bag.sum())
 
 
 def write_map(path: Path, matrix: np.ndarray) -> Path:
