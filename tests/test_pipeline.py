@@ -72,6 +72,10 @@ def test_a_run_of_binary_files_alone_serves_every_command(bert_run, tiny_bert_di
     assert repr(next(r.scores for r in rows if r.path == one[0].path)[0]) == repr(one[0].scores[0])  # nan == nan
     written = distill.export(out, "npy,kv", vector_set="layer1.pc", out=tmp_path / "e")
     assert sorted(p.name for p, _ in written) == ["layer1.pc.kv", "layer1.pc.npy"]
+    for bad, choices in (({"scale": "row"}, "vector, dimension, table"), ({"weighting": "idf"}, "auto, none, sif")):
+        with pytest.raises(ConfigError, match=choices):  # named with its choices, as the command line does
+            distill.export(out, "npy", vector_set="layer1.pc", out=tmp_path / "bad", **bad)
+        assert not (tmp_path / "bad").exists()
     searcher = Searcher.open(out, layer=1, pooling="pc")  # no index was written: built, as for any vector file
     word = searcher.words[0]
     assert searcher.neighbors([word], k=2)[0][0][0] == distill.load(out, layer=1).most_similar(word, topn=1)[0][0]

@@ -45,7 +45,11 @@ def sentence_recipe(manifest: dict[str, Any], name: str, weighting: Weighting | 
     if weighting == "auto":
         ready = manifest.get("derived", {}).get(name, {}).get("sentence_ready", False)
         return SentenceRecipe(Weighting.NONE, unit=False) if ready else SentenceRecipe(Weighting.SIF)
-    chosen = Weighting(weighting)
+    try:
+        chosen = Weighting(weighting)
+    except ValueError as err:
+        names = ", ".join(["auto", *(w.value for w in Weighting)])
+        raise ConfigError(f"unknown weighting {weighting!r}; use one of: {names}") from err
     return SentenceRecipe(chosen, unit=chosen is not Weighting.NONE)
 
 
@@ -95,7 +99,8 @@ def export_run(
     run = RunDir(run_dir)
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
-    dtype, scale = check_dtype(dtype, EXPORT_DTYPES, "--dtype"), Scale(scale)
+    dtype = check_dtype(dtype, EXPORT_DTYPES, "--dtype")
+    scale = parse_choices(Scale, [scale], "int8 scale", many=False)[0]
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     pca = None
     if dims is not None:  # of the vectors as distilled, then the recipe: centring would undo the weights baked in;
