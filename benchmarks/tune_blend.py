@@ -2,8 +2,8 @@
 size) trained once, every blend scored on STS.
 
     python benchmarks/tune_blend.py RUN [--set best] [--losses cosine,mse,contrastive,relational]
-        [--learning-rates 1e-3] [--blends 0,0.25,0.5,0.75,1] [--sentences 25000,50000] [--maps on,off] [--soup 0,7]
-        [--rounds 3]
+        [--learning-rates 1e-3] [--batch-sizes 256] [--blends 0,0.25,0.5,0.75,1] [--sentences 25000,50000]
+        [--maps on,off] [--soup 0,7] [--rounds 3]
 
 Trains the export table of a run made with ``--teacher`` (as ``distill tune`` does, nothing written to the
 run), then scores the table moved each blend of the way from the distilled start (0) to the trained one (1)
@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--set", default=None)
     parser.add_argument("--losses", default="cosine")
     parser.add_argument("--learning-rates", default="1e-3")
+    parser.add_argument("--batch-sizes", default="256", help="comma-separated: sentences per step")
     parser.add_argument("--blends", default="0,0.25,0.5,0.75,1")
     parser.add_argument("--sentences", default="all", help="comma-separated counts; all: every sentence")
     parser.add_argument("--maps", default="on", help="on, off or both: train with the shared map or without")
@@ -48,9 +49,9 @@ def main() -> None:
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
     pairs = load_sts()
-    print("| loss | lr | shared map | sentences | best epoch | held-out loss | blend | STS12 (test) | STS13 | STS14 | "
-          "STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
-    print("|---|---:|---|---:|---:|---|---:|" + "---:|" * 8)
+    print("| loss | lr | batch | shared map | sentences | best epoch | held-out loss | blend | STS12 (test) | STS13 | "
+          "STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
+    print("|---|---:|---:|---|---:|---:|---|---:|" + "---:|" * 8)
     counts = [None if n == "all" else int(n) for n in args.sentences.split(",")]
     maps = [m == "on" for m in args.maps.split(",")]
     rates = map(float, args.learning_rates.split(","))
@@ -66,32 +67,33 @@ def main() -> None:
 
     if args.rounds > 1:
         table = train_table(run, name, SentenceRecipe(Weighting.SIF), TuneOptions())
-        report(table, "cosine, round 1 | 1e-3 | on", "")
+        report(table, "cosine, round 1 | 1e-3 | 256 | on", "")
         ids, targets, bags = tuning_targets(run, table, TuneOptions())
         for round_ in range(2, args.rounds + 1):
             start = table.blended(TuneOptions.blend)
             result = tune(start, ids, targets, TuneOptions(), train_only=bags)
             table = replace(table, start=start, result=result)
             fall = f"{result.history[0]['held_out']:.4g} -> {result.history[result.best_epoch]['held_out']:.4g}"
-            report(table, f"cosine, round {round_} | 1e-3 | on", fall)
+            report(table, f"cosine, round {round_} | 1e-3 | 256 | on", fall)
         return
     if args.soup:
         tables = []
         for seed in (int(s) for s in args.soup.split(",")):
             tables.append(train_table(run, name, SentenceRecipe(Weighting.SIF), TuneOptions(seed=seed)))
-            report(tables[-1], f"cosine, seed {seed} | 1e-3 | on", "")
+            report(tables[-1], f"cosine, seed {seed} | 1e-3 | 256 | on", "")
         soup = np.mean([t.result.vectors for t in tables], axis=0)
         report(
             replace(tables[0], result=replace(tables[0].result, vectors=soup, best_epoch=0)),
-            f"soup of seeds {args.soup} | 1e-3 | on",
+            f"soup of seeds {args.soup} | 1e-3 | 256 | on",
             "",
         )
         return
-    for loss, lr, n, shared in itertools.product(args.losses.split(","), rates, counts, maps):
-        options = TuneOptions(learning_rate=lr, loss=loss, shared_map=shared)
+    sizes = [int(b) for b in args.batch_sizes.split(",")]
+    for loss, lr, size, n, shared in itertools.product(args.losses.split(","), rates, sizes, counts, maps):
+        options = TuneOptions(learning_rate=lr, batch_size=size, loss=loss, shared_map=shared)
         table = train_table(run, name, SentenceRecipe(Weighting.SIF), options, sentences=n)
         history, best = table.result.history, table.result.best_epoch
-        report(table, f"{loss} | {lr:g} | {'on' if shared else 'off'}", f"{history[0]['held_out']:.4g} -> "
+        report(table, f"{loss} | {lr:g} | {size} | {'on' if shared else 'off'}", f"{history[0]['held_out']:.4g} -> "
                f"{history[best]['held_out']:.4g}")  # fmt: skip
 
 
