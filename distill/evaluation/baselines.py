@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from distill.config import EncodingErrors
-from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines
+from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines, read_word_list
 from distill.errors import ConfigError
 from distill.files import check_writable, write_json
 from distill.names import BASELINES, VOCAB
@@ -68,10 +68,7 @@ def read_vocab(source: str) -> list[str]:
         path = path / VOCAB
     if not path.is_file():
         raise ConfigError(f"vocabulary {path} not found; give a distill run folder, its vocab.tsv or a word list")
-    words = [line.split()[0] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not words:
-        raise ConfigError(f"vocabulary {path} lists no words")
-    return list(dict.fromkeys(words))
+    return read_word_list(path, lowercase=False)  # UTF-8 checked, a byte-order mark dropped, NFC as the corpus
 
 
 def _sentences(config: BaselineConfig, index: dict[str, int], lowercase: bool, stats: CorpusStats) -> list[np.ndarray]:

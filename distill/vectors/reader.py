@@ -32,7 +32,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         with opener(path, "rb") as handle:  # type: ignore[operator]
             for line_no, raw in enumerate(handle, start=1):
                 try:
-                    yield line_no, raw.decode("utf-8")
+                    yield line_no, raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a BOM is no part of a word
                 except UnicodeDecodeError as err:
                     raise ConfigError(
                         f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"

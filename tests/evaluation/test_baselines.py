@@ -5,7 +5,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from distill.errors import ConfigError
-from distill.evaluation.baselines import BaselineConfig, Method, parse_methods, train_baselines
+from distill.evaluation.baselines import BaselineConfig, Method, parse_methods, read_vocab, train_baselines
 
 from ..conftest import TINY_CORPUS
 
@@ -53,6 +53,15 @@ def test_without_a_vocabulary_min_count_decides(tmp_path):
     kv = KeyedVectors.load_word2vec_format(str(result.files["word2vec"]))
     counts = json.loads((tmp_path / "baselines.json").read_text())["vocabulary"]
     assert counts["source"] == "min_count=20" and len(kv) == counts["size"] > 0
+
+
+def test_a_vocabulary_is_read_as_the_corpus_is(tmp_path):
+    path = tmp_path / "words.txt"
+    path.write_bytes("\ufeffking\t9\ncafe\u0301\nking\n\n".encode())  # a BOM, a decomposed é, a repeat
+    assert read_vocab(str(path)) == ["king", "caf\u00e9"]
+    path.write_bytes(b"\xff\xfek\x00i\x00")  # UTF-16: one line, not a traceback
+    with pytest.raises(ConfigError, match="is not UTF-8"):
+        read_vocab(str(path))
 
 
 def test_bad_options_are_clear_errors(tmp_path):

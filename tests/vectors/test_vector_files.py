@@ -24,6 +24,8 @@ def _lines(header: bool, sep: str = " ") -> str:
         ("glove.txt", _lines(header=False)),  # GloVe: no header line
         ("tabs.vec", _lines(header=True, sep="\t")),
         ("crlf.txt", _lines(header=False).replace("\n", "\r\n")),
+        ("bom.txt", "\ufeff" + _lines(header=True)),  # a byte-order mark, as Windows editors write: not a word
+        ("bom-glove.txt", "\ufeff" + _lines(header=False)),
     ],
 )
 def test_text_formats_load_the_same_vectors(tmp_path, name, text):
