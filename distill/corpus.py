@@ -143,7 +143,8 @@ def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> list[str]:
 
 def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> list[str]:
     """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted;
-    hidden files and those ``outputs_of`` names are left out."""
+    hidden files and those ``outputs_of`` names are left out. A file reached twice (a folder and a file in it,
+    or two names of one file) is a ConfigError: its words would be counted twice."""
     files: list[str] = []
     for path in paths:
         folder = Path(path)
@@ -154,6 +155,13 @@ def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> 
             files += found
         else:
             files.append(path)
+    seen: dict[str, str] = {}  # each file's real path: the name it was first reached by
+    for path in (p for p in files if p != "-"):
+        key = os.path.realpath(path)
+        if key in seen:
+            names = path if seen[key] == path else f"{seen[key]} and {path}"
+            raise ConfigError(f"the corpus reads one file twice ({names}): its words would count twice; give it once")
+        seen[key] = path
     return files
 
 

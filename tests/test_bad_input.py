@@ -215,6 +215,8 @@ def test_truncated_model_weights(model_copy, tmp_path):
         (["--stride", "600"], "--stride 600 must be under half the window of 128 tokens"),
         (["--layers", "-1"], "layer -1 is out of range: layers count from 0"),
         (["--corpus", "-", "--corpus", "-"], "stdin (-) can be read once"),
+        (["--corpus", str(TINY_CORPUS)], f"reads one file twice ({TINY_CORPUS})"),
+        (["--corpus", str(TINY_CORPUS.parent)], f"reads one file twice ({TINY_CORPUS})"),  # a folder holding it
     ],
 )
 def test_options_that_cannot_work_fail_before_any_model_loads(tiny_bert_dir, tmp_path, options, message):

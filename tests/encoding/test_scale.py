@@ -4,6 +4,7 @@ import errno
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,6 +41,19 @@ def test_a_folder_gives_its_text_files_recursively_in_order(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="holds no .txt or .gz"):
         expand_corpus([str(tmp_path / "empty")])
+
+
+def test_a_file_reached_twice_is_refused_not_counted_twice(tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "link.txt").symlink_to(tmp_path / "a.txt")
+    assert expand_corpus([str(tmp_path / "a.txt"), "-"]) == [str(tmp_path / "a.txt"), "-"]
+    for given, names in (
+        ([tmp_path / "a.txt", tmp_path], f"{tmp_path / 'a.txt'}"),  # a file and the folder that holds it
+        ([tmp_path / "a.txt", tmp_path / "other"], f"{tmp_path / 'a.txt'} and {tmp_path / 'other' / 'link.txt'}"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(f"reads one file twice ({names})")):
+            expand_corpus([str(p) for p in given])
 
 
 def test_shuffle_stream_is_a_seeded_permutation():
