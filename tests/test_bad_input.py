@@ -321,6 +321,12 @@ def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     not_a_folder = tmp_path / "plain-file"
     not_a_folder.write_text("x")
     _one_error(_cli("export", str(finished_run), "--format", "npy,kv", "--out", str(not_a_folder)), "cannot write")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "empty", target_is_directory=True)
+    (tmp_path / "empty").mkdir()
+    for given in (not_a_folder, link):  # one folder format: OUT would be the folder itself
+        _one_error(_cli("export", str(finished_run), "--format", "npy", "--out", str(given)), "is a file or a link")
+    assert not_a_folder.read_text() == "x" and not any((tmp_path / "empty").iterdir())
 
 
 def test_evaluate_a_damaged_or_truncated_gzip(tmp_path):

@@ -36,6 +36,8 @@ def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
 def _check_replaceable(folder: Path) -> None:
     """``--out`` becomes the export folder itself: only where nothing but an earlier export would be lost."""
     if not is_replaceable(folder):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise ConfigError(f"{folder} is a file or a link, not a folder; give a new or empty --out")
         raise ConfigError(f"{folder} holds files that distill did not export; give a new or empty --out")
 
 
