@@ -117,6 +117,23 @@ def is_replaceable(path: Path) -> bool:
     return isinstance(listed, list) and set(found) <= {*listed, LISTING}
 
 
+def check_replaceable(path: Path, error: type[Exception], done: str) -> None:
+    """``error`` unless ``path`` may be replaced by a folder distill writes whole (:func:`is_replaceable`), saying
+    why: it is a file or a link, or it holds files distill did not ``done`` (write, export)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise error(f"{path} exists and is not a folder: it is a file or a link; remove it or choose another --out")
+    if not is_replaceable(path):
+        raise error(f"{path} holds files that distill did not {done}; remove them or choose another --out")
+
+
+def read_model_json(path: Path) -> Any:
+    """A model folder's JSON file; ConfigError naming it when it cannot be read or is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path} cannot be read ({err}); the model folder is damaged") from err
+
+
 def list_folder(folder: Path) -> None:
     """Record every file of ``folder`` in its listing (``export.json``), so a later run may replace it."""
     listing = folder / LISTING
@@ -131,10 +148,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     ``path`` is replaced only when :func:`is_replaceable` (nothing distill did not write is lost), and the new
     folder's files are listed in its ``export.json``."""
     path = Path(path)
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        raise OutputError(f"{path} exists and is not a folder (a file or a link); remove it or choose another --out")
-    if not is_replaceable(path):
-        raise OutputError(f"{path} holds files that distill did not write; remove them or choose another --out")
+    check_replaceable(path, OutputError, "write")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if tmp.is_symlink() or tmp.is_file():
         tmp.unlink()

@@ -10,7 +10,6 @@ Years 2012-2014 are the dev years any choice is tuned on; 2015 and 2016 are held
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from scipy.stats import spearmanr
 
 from distill.errors import ConfigError, require
 from distill.evaluation.datasets import checked_file
-from distill.files import sha256_file
+from distill.files import read_model_json, sha256_file
 from distill.paths import default_corpus, resolve_model
 from distill.progress import progress_bar
 from distill.vectors.keyed import l2_normalize
@@ -196,10 +195,7 @@ def is_model2vec_folder(path: Path) -> bool:
     config = path / "config.json"
     if not (config.is_file() and (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()):
         return False
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"{config} cannot be read ({err}); the model folder is damaged") from err
+    data = read_model_json(config)
     return not (isinstance(data, dict) and "architectures" in data)
 
 

@@ -40,7 +40,7 @@ def _meta(path: Path) -> dict[str, Any]:
         if name == BASELINES:
             files = data.get("files") if isinstance(data, dict) else None
             entry = files.get(path.name) if isinstance(files, dict) else None
-            if isinstance(entry, dict) and isinstance(data, dict):
+            if isinstance(entry, dict):
                 return dict(entry, corpus=data.get("corpus"))
             continue
         if not is_our_manifest(data):

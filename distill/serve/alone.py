@@ -57,10 +57,11 @@ class AloneFallback:
         transform = tuned_transform(Path(run_dir), manifest, set_name)
         if transform is False:
             return None
-        found = set_layers(manifest, untuned_set(manifest, set_name))
+        source = untuned_set(manifest, set_name)
+        found = set_layers(manifest, source)
         if found is None:
             return None
-        fallback = cls.for_layers(manifest, *found, set_template(manifest, untuned_set(manifest, set_name)))
+        fallback = cls.for_layers(manifest, *found, set_template(manifest, source))
         fallback.transform = transform
         return fallback
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from distill.config import EXPORT_DTYPES, DType, check_dtype, parse_choices
 from distill.errors import ConfigError
-from distill.files import check_writable, is_replaceable, subfolder
+from distill.files import check_replaceable, check_writable, subfolder
 from distill.names import EXPORT_DIR
 from distill.rundir import RunDir, words_per_line
 from distill.serve.anyword import open_fallback
@@ -31,14 +31,6 @@ from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
 def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
     """``"kv,npy"`` -> formats, in the order given."""
     return parse_choices(Format, spec, "format")
-
-
-def _check_replaceable(folder: Path) -> None:
-    """``--out`` becomes the export folder itself: only where nothing but an earlier export would be lost."""
-    if not is_replaceable(folder):
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            raise ConfigError(f"{folder} is a file or a link, not a folder; give a new or empty --out")
-        raise ConfigError(f"{folder} holds files that distill did not export; give a new or empty --out")
 
 
 def sentence_recipe(manifest: dict[str, Any], name: str, weighting: Weighting | str) -> SentenceRecipe:
@@ -125,7 +117,7 @@ def export_run(
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
     itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
     if itself:
-        _check_replaceable(Path(out))  # type: ignore[arg-type]
+        check_replaceable(Path(out), ConfigError, "export")  # type: ignore[arg-type]  # --out becomes the folder
     out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
     pieces = set_pieces(run.path, name) if sentences else None

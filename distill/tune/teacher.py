@@ -9,7 +9,6 @@ train without the model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -18,7 +17,7 @@ import numpy as np
 import torch
 
 from distill.errors import ConfigError
-from distill.files import atomic_path, read_npz
+from distill.files import atomic_path, read_model_json, read_npz
 from distill.names import TEACHER
 
 
@@ -27,10 +26,7 @@ def teacher_pooling(source: str | Path) -> str:
     config = Path(source) / "1_Pooling" / "config.json"
     if not config.is_file():
         return "mean"
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"{config} cannot be read ({err}); the model folder is damaged") from err
+    data = read_model_json(config)
     if not isinstance(data, dict):
         raise ConfigError(f"{config} is not a sentence-transformers pooling config; the model folder is damaged")
     if data.get("pooling_mode_cls_token"):
