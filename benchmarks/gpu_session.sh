@@ -14,6 +14,10 @@
 #   bash benchmarks/gpu_session.sh knobs    # one device call, the same carry: ways to add the piece sums timed
 #                                           # (benchmarks/piece_sums.py), then the sample with --formats bin at token
 #                                           # budgets 16,384/32,768/65,536, without piece sums, with 8 workers
+#   bash benchmarks/gpu_session.sh text     # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz: 13
+#                                           # sets' text files by writer threads and by processes
+#                                           # (benchmarks/write_speed.py --sets 13), then the sample with the default
+#                                           # formats by this checkout and by .gpu/old
 #   bash benchmarks/gpu_session.sh prep     # device call 1, the same carry: wheels, model, corpora set up
 #   bash benchmarks/gpu_session.sh minilm   # device call 2 within 30 s of it, carry .gpu2/minilm (MiniLM's weights
 #                                           # and the sample do not fit one carry): MiniLM's bare forward beside its
@@ -36,7 +40,7 @@
 # with the default pool (benchmarks/stage_times.py), on STS and on the first 2M words of the Gutenberg sample.
 # DEVICE=cpu LINES=200 WHEELS=0 runs the same steps on a CPU (with python3 the project's), to check the script.
 set -uo pipefail
-part=${1:?"which part: 1, 2, host, all, bin, spy, base, knobs, prep or minilm"}
+part=${1:?"which part: 1, 2, host, all, bin, spy, text, base, knobs, prep or minilm"}
 out=${OUT:-outputs/gpu-session}
 device=${DEVICE:-cuda}
 lines=${LINES:-0}
@@ -193,6 +197,13 @@ elif [ "$part" = minilm ]; then  # after prep, on the same machine
     model=$minilm gutenberg gutenberg-minilm "$PWD" "$work/gutenberg.txt" --formats bin
     model=$minilm gutenberg gutenberg-minilm-again "$PWD" "$work/gutenberg.txt" --formats bin
     model="" gutenberg gutenberg-bert "$PWD" "$work/gutenberg.txt" --formats bin
+elif [ "$part" = text ]; then  # the default formats' text files: threads against processes
+    setup
+    sample
+    prefix=()
+    step write python3 benchmarks/write_speed.py --sets 13 --dir "$work"
+    gutenberg gutenberg-text-new "$PWD" "$work/gutenberg.txt"
+    [ -d .gpu/old/distill ] && gutenberg gutenberg-text-old "$PWD/.gpu/old" "$work/gutenberg.txt"
 elif [ "$part" = base ]; then
     setup
     sample
@@ -203,6 +214,6 @@ elif [ "$part" = base ]; then
     [ "$device" = cuda ] && step check python3 benchmarks/gpu_check.py --tokenizer .gpu/tokenizer --corpus "$work/sts.txt" \
         --lines 2000 --model-dir "$work/bert-check"
 else
-    echo "part must be 1, 2, host, all, bin, spy, base, knobs, prep or minilm" >&2
+    echo "part must be 1, 2, host, all, bin, spy, text, base, knobs, prep or minilm" >&2
     exit 2
 fi

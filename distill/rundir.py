@@ -256,16 +256,22 @@ class RunDir:
         kv: Any,
         submit: Callable[..., Any] | None = None,
         formats: Sequence[SetFormat] = ALL_FORMATS,
+        submit_text: Callable[..., Any] | None = None,
     ) -> list[Any]:
         """Write set ``name`` as ``formats`` (text, binary, FAISS index: :func:`~distill.names.set_files` names
-        them); ``submit(fn, *args, **kwargs)`` may run the writes elsewhere (an executor's ``submit``): returns
-        what it returns, else the paths."""
+        them); ``submit(fn, *args, **kwargs)`` may run the writes elsewhere (an executor's ``submit``), and
+        ``submit_text`` the text file's, which needs only numpy and arguments that pickle (a process pool's
+        ``submit``): returns what they return, else the paths."""
         from distill.vectors.faiss_index import write_faiss
-        from distill.vectors.keyed import write_word2vec
+        from distill.vectors.keyed import file_rows, write_rows, write_word2vec
 
         run = submit or (lambda fn, *args, **kwargs: fn(*args, **kwargs))
         writes = {
-            SetFormat.TXT: lambda: run(write_word2vec, kv, self.file(name, ".txt"), binary=False),
+            SetFormat.TXT: lambda: (
+                submit_text(write_rows, *file_rows(kv), self.file(name, ".txt"))
+                if submit_text
+                else run(write_word2vec, kv, self.file(name, ".txt"), binary=False)
+            ),
             SetFormat.BIN: lambda: run(write_word2vec, kv, self.file(name, ".bin"), binary=True),
             SetFormat.FAISS: lambda: run(write_faiss, kv.index_to_key, kv.vectors, self.file(name, ".faiss")),
         }

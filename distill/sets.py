@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from distill.config import Pooling
+from distill.config import Pooling, SetFormat
 from distill.corpus import CorpusStats, Vocabulary
 from distill.derived import derived_vectors, zero_counts
 from distill.encoders import Encoder
@@ -24,6 +24,7 @@ from distill.encoding.workers import writer_threads
 from distill.errors import ConfigError
 from distill.names import VOCAB, set_files, set_name
 from distill.occurrences import SamplePlan
+from distill.parallel import WorkerPool
 from distill.plan import Plan
 from distill.reduction import reduce_words
 from distill.rundir import RunDir, write_vocab
@@ -119,6 +120,7 @@ def reduce_and_write(
     alone = _words_alone(plan, encoder, vocab, result, saved)
     run, written = RunDir(plan.out), set(plan.sets)
     writer = ThreadPoolExecutor(max_workers=writer_threads())  # sets are written while the next is reduced
+    text = text_writers(plan.config.formats)
     pending: list[Future[Any]] = [writer.submit(write_vocab, result.words, result.counts, run.vocab_path)]
     result.files.append(VOCAB)
     try:
@@ -133,13 +135,28 @@ def reduce_and_write(
                 matrix = np.vstack([matrix, l2_normalize(rows) if unit else rows])
             kv = result.vectors[name] = to_keyed_vectors(result.words, matrix, result.counts)
             if (layer, pooling) in written:
-                pending += run.write_set(name, kv, writer.submit, plan.config.formats)
+                pending += run.write_set(
+                    name, kv, writer.submit, plan.config.formats, text.executor.submit if text else None
+                )
                 result.files += set_files(name, plan.config.formats)
         for future in pending:
             future.result()  # raises the first write error (disk full ...) here
     finally:
         writer.shutdown(cancel_futures=True)
+        if text is not None:
+            text.close()
     return result
+
+
+def text_writers(formats: Sequence[SetFormat]) -> WorkerPool | None:
+    """Processes that write the sets' text files, as many as the writer threads, where those are 4 or more (8
+    cores and up): the text formatter's many short numpy calls each take the GIL back, so threads formatting at
+    once mostly wait on each other, while a set's rows reach a process through a pipe at a cost that fewer
+    writers do not win back; None there, or where no text is asked for."""
+    workers = writer_threads()
+    if workers < 4 or SetFormat.TXT not in formats:
+        return None
+    return WorkerPool(workers)
 
 
 def write_best(plan: Plan, encoder: Encoder, reduced: Reduced, saved: Path | None = None) -> tuple[str, dict[str, Any]]:

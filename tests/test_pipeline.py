@@ -245,6 +245,22 @@ def test_write_error_in_the_writer_thread_reaches_the_caller(tiny_bert_dir, tmp_
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+def test_text_files_written_by_worker_processes_are_the_writer_threads_bytes(tiny_bert_dir, tmp_path, monkeypatch):
+    """A many-core machine formats the sets' text files in processes (threads held each other up on the GIL):
+    the same bytes as one writer thread writes, and no temporary file left."""
+    import distill.sets
+
+    files = {}
+    for writers in (1, 4):
+        monkeypatch.setattr(distill.sets, "writer_threads", lambda writers=writers: writers)
+        assert (distill.sets.text_writers(["txt"]) is None) == (writers == 1)
+        out = tmp_path / str(writers)
+        _run(tiny_bert_dir, out, layers="0-2", pooling="pc,mean", formats="bin,txt")
+        files[writers] = {p.name: p.read_bytes() for p in out.glob("*.txt")}
+        assert not list(out.glob(".*.tmp-*"))
+    assert len(files[1]) == 6 and files[1] == files[4]
+
+
 @pytest.mark.parametrize("error", [RuntimeError, ConfigError])
 def test_a_step_after_the_run_that_fails_goes_on_from_the_finished_encoding(tiny_bert_dir, tmp_path, caplog, error):
     from distill.config import RunConfig

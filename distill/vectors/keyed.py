@@ -50,9 +50,19 @@ def write_word2vec(kv: Any, path: str | Path, binary: bool = False) -> Path:
     block of words at a time: gensim's writer makes several Python calls per word under the GIL, which stalled
     the other writer threads and the reduction of a run of every layer.
     """
+    return write_rows(*file_rows(kv), path, binary)
+
+
+def file_rows(kv: Any) -> tuple[list[str], np.ndarray]:
+    """``kv``'s words and vectors in the order its word2vec file holds them (gensim's)."""
     order = _write_order(kv)
-    words = [kv.index_to_key[i] for i in order] if order is not None else kv.index_to_key
-    vectors = kv.vectors[order] if order is not None else kv.vectors
+    if order is None:
+        return list(kv.index_to_key), kv.vectors
+    return [kv.index_to_key[i] for i in order], kv.vectors[order]
+
+
+def write_rows(words: Sequence[str], vectors: np.ndarray, path: str | Path, binary: bool = False) -> Path:
+    """:func:`write_word2vec` of rows already in file order; needs numpy alone, so a worker process can run it."""
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
         handle.writelines(_binary_lines(words, vectors) if binary else format_lines(words, vectors))
