@@ -14,7 +14,6 @@ both in one folder as ``options.json`` and ``weights.hdf5`` and pass the folder 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +26,7 @@ from torch import nn
 
 from distill.encoders.alignment import Window
 from distill.errors import ConfigError, require
+from distill.files import read_model_json
 
 MAX_CHARS = 50
 BOW, EOW, PAD, BOS_CHAR, EOS_CHAR = 258, 259, 260, 256, 257
@@ -243,12 +243,19 @@ def elmo_config(source: str | Path) -> Any:
     files = elmo_files(source)
     if files is None:
         raise ConfigError(f"{source} is not an ELMo folder (options.json + weights .hdf5)")
-    options = json.loads(files[0].read_text(encoding="utf-8"))
+    options = read_model_json(files[0])
+    try:  # every size the model is built from, read before the weights are
+        lstm, cnn = options["lstm"], options["char_cnn"]
+        sizes = [lstm[key] for key in ("n_layers", "projection_dim", "dim")]
+        sizes += [cnn["embedding"]["dim"], cnn["n_characters"], cnn["n_highway"]]
+        sizes += [size for filters in cnn["filters"] for size in filters]
+        if not all(isinstance(size, int) and size > 0 for size in sizes) or any(len(f) != 2 for f in cnn["filters"]):
+            raise ValueError("a size that is not a positive whole number")
+    except (KeyError, TypeError, ValueError) as err:
+        why = f"{type(err).__name__}: {err}"
+        raise ConfigError(f"{files[0]} is not ELMo's options ({why}); the model folder is damaged") from err
     return SimpleNamespace(
-        num_hidden_layers=int(options["lstm"]["n_layers"]),
-        hidden_size=2 * int(options["lstm"]["projection_dim"]),
-        options=options,
-        weights=files[1],
+        num_hidden_layers=lstm["n_layers"], hidden_size=2 * lstm["projection_dim"], options=options, weights=files[1]
     )
 
 

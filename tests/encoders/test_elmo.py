@@ -166,3 +166,23 @@ def test_pieces_on_elmo_is_refused_before_anything_is_written(elmo_dir, tmp_path
     with pytest.raises(ConfigError, match="ELMo reads characters.*drop --pieces"):
         distill.run(model=str(elmo_dir), corpus=[str(TINY_CORPUS)], out=str(out), pieces=True, progress=False)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "options, why",
+    [
+        ("{not json", "cannot be read"),
+        ("[]", "TypeError"),
+        (json.dumps({**TINY, "lstm": {**TINY["lstm"], "n_layers": -1}}), "not a positive whole number"),
+        (json.dumps({k: v for k, v in TINY.items() if k != "char_cnn"}), "KeyError: 'char_cnn'"),
+    ],
+)
+def test_damaged_options_are_one_clear_error_before_anything_is_written(elmo_dir, tmp_path, options, why):
+    folder = tmp_path / "elmo"
+    folder.mkdir()
+    (folder / "weights.hdf5").write_bytes((elmo_dir / "weights.hdf5").read_bytes())
+    (folder / "options.json").write_text(options)
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=f"options.json.*{why}.*damaged"):
+        distill.run(model=str(folder), corpus=[str(TINY_CORPUS)], out=str(out), pieces=False, progress=False)
+    assert not out.exists()
