@@ -141,11 +141,12 @@ def test_a_corpus_folder_used_as_output_folder_is_not_read_back(tiny_bert_dir, t
     np.testing.assert_array_equal(second[1].vectors, first[1].vectors)
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e40"])
 def test_evaluate_refuses_nan_and_infinity_with_the_line_at_fault(tmp_path, value):
+    """1e40 is beyond float32: one line too, without numpy's overflow warning before it."""
     path = tmp_path / "vectors.txt"
     path.write_text(f"3 2\nking 0.1 0.2\nqueen 0.3 {value}\nman 0.5 0.6\n")
-    _one_error(_cli("evaluate", str(path), "--benchmarks", "men"), "line 3", "'queen'", "NaN or infinity")
+    _one_error(_cli("evaluate", str(path), "--benchmarks", "men"), "line 3", "'queen'", "NaN, infinity or a number")
     kv = to_keyed_vectors(["king", "queen"], np.array([[0.1, 0.2], [np.nan, 1.0]], dtype=np.float32))
     write_word2vec(kv, tmp_path / "vectors.bin", binary=True)
     _one_error(_cli("evaluate", str(tmp_path / "vectors.bin"), "--benchmarks", "men"), "'queen'", "NaN or infinity")

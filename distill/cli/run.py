@@ -97,7 +97,8 @@ def neighbors(
             typer.echo(f"{word}: not in the vocabulary{hint}", err=True)
             continue
         source = SOURCE_NOTE.get(searcher.vector(word)[1], "")
-        typer.echo(f"{word}{source}: " + ", ".join(f"{w} {s:.3f}" for w, s in hits))
+        listed = ", ".join(f"{w} {s:.3f}" for w, s in hits) or "no other word in the vectors"
+        typer.echo(f"{word}{source}: {listed}")
 
 
 @app.command()

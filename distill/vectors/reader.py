@@ -120,12 +120,13 @@ def _parse_line(text: str, dim: int, where: str) -> tuple[list[str], np.ndarray]
             "the file is corrupt or not in word2vec/GloVe text format"
         )
     try:
-        vector = np.array(parts[1:], dtype=np.float32)
+        with np.errstate(over="ignore"):  # a number beyond float32 becomes infinity, refused below
+            vector = np.array(parts[1:], dtype=np.float32)
     except ValueError as err:
         bad = next(p for p in parts[1:] if not _is_float(p))
         raise ConfigError(f"{where}: {bad!r} is not a number") from err
     if not np.isfinite(vector).all():
-        raise ConfigError(f"{where}: the vector of {parts[0]!r} holds NaN or infinity")
+        raise ConfigError(f"{where}: the vector of {parts[0]!r} holds NaN, infinity or a number beyond float32")
     return parts, vector
 
 

@@ -211,3 +211,12 @@ def test_model_refuses_a_dtype_it_cannot_export_before_distilling(tmp_path):
     done = _cli("model", "--dtype", "bfloat16", "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"))
     assert done.returncode == 2 and _error_line(done).startswith("error: --dtype bfloat16 is not available")
     assert not (tmp_path / "m").exists()
+
+
+def test_neighbors_of_the_only_word_says_there_is_none(tmp_path):
+    """A file of one word (or one word twice, the first kept) has no neighbour to list: said so, not ``king: ``."""
+    path = tmp_path / "one.txt"
+    path.write_text("2 2\nking 0.1 0.2\nking 0.3 0.4\n")
+    done = _cli("neighbors", str(path), "king")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["king: no other word in the vectors"]
