@@ -7,6 +7,7 @@ import dataclasses
 import enum
 import functools
 import math
+import os
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -677,7 +678,8 @@ def _check_paths(config: RunConfig) -> None:
     if config.corpus.count("-") > 1:
         raise ConfigError("stdin (-) can be read once; give it once in --corpus")
     if config.vocab_file is not None and not Path(config.vocab_file).is_file():
-        raise ConfigError(f"vocabulary file {config.vocab_file} does not exist; give a file with one word per line")
+        missing = "does not exist" if not os.path.lexists(config.vocab_file) else "is not a regular file"
+        raise ConfigError(f"vocabulary file {config.vocab_file} {missing}; give a file with one word per line")
 
 
 def check_config(config: RunConfig) -> None:

@@ -409,3 +409,11 @@ def test_a_model_folder_that_is_not_there_is_named_as_a_folder(tmp_path, model):
     """Not as a hub id to download: a path is no repository name."""
     _one_error(_cli(*_run_args(model, tmp_path / "out")), f"no model folder at {model}")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_vocabulary_file_that_is_a_folder_is_named_as_one(tiny_bert_dir, tmp_path):
+    _one_error(_cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--vocab-file", str(tmp_path)),
+               f"vocabulary file {tmp_path} is not a regular file")  # fmt: skip
+    _one_error(_cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--vocab-file", str(tmp_path / "none.txt")),
+               "none.txt does not exist")  # fmt: skip
+    assert not (tmp_path / "out").exists()
