@@ -48,6 +48,7 @@ def _dict(value: Any) -> bool:
 _FIELDS: dict[str, tuple[Callable[[Any], bool], bool]] = {
     "distill_version": (lambda v: isinstance(v, str), False),
     "files": (_strs, False),
+    "exports": (_strs, True),
     "layers": (_ints, False),
     "pooling": (_strs, False),
     "model": (_dict, False),
@@ -100,7 +101,7 @@ def check_manifest(data: Any, path: Path) -> dict[str, Any]:
         if (not found and not optional) or (found and not check(value)):
             what = "is missing" if not found else f"has a value of the wrong kind ({str(value)[:40]!r})"
             raise ConfigError(f"{path} is damaged: its field {dotted} {what}; run the distillation again")
-    for name in data["files"]:
+    for name in [*data["files"], *data.get("exports", [])]:
         bare_name(name, path)
     for name in data.get("derived") or {}:
         bare_name(name, path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,16 @@ import numpy as np
 
 from distill.config import ALL_FORMATS, Pooling, SetFormat
 from distill.errors import ConfigError
-from distill.files import LISTING, atomic_path, bare_name, check_writable, is_bare_name, member, write_json
+from distill.files import (
+    LISTING,
+    atomic_path,
+    bare_name,
+    check_writable,
+    is_bare_name,
+    is_replaceable,
+    member,
+    write_json,
+)
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
 from distill.names import LOCK_FILE, MANIFEST, VOCAB, is_pieces_file, is_temporary, layer_file, set_name, set_of_file
@@ -129,6 +139,16 @@ class RunDir:
 
         return self.update_manifest(files, change)
 
+    def record_exports(self, folders: Sequence[Path]) -> None:
+        """List ``folders``, exported from this run into its folder (``distill model``'s), in the manifest: the
+        next run here removes them with the vectors they were made from, rather than leaving them stale."""
+        names = {bare_name(folder.name, self.path) for folder in folders}
+
+        def change(data: dict[str, Any]) -> None:
+            data["exports"] = sorted(names.union(data.get("exports", [])))
+
+        self.update_manifest([], change)
+
     def update_manifest(
         self, files: Sequence[str], change: Callable[[dict[str, Any]], None] | None = None
     ) -> dict[str, Any]:
@@ -184,20 +204,25 @@ class RunDir:
 
     def clear_previous(self) -> None:
         """Before a new run writes here: the previous run's manifest goes first (the folder stops looking
-        finished), then the files it lists, and temporaries a killed run left. Files that no run of ours
-        wrote are left alone; a ``manifest.json`` distill did not write is refused."""
+        finished), then the files it lists, the folders exported from them into it (:meth:`record_exports`), and
+        temporaries a killed run left. Files that no run of ours wrote are left alone; a ``manifest.json``
+        distill did not write is refused."""
         if self.manifest_path.exists() or self.manifest_path.is_symlink():
             data = read_json_file(self.manifest_path)
             if self.manifest_path.is_symlink() or not is_our_manifest(data):
                 raise ConfigError(
                     f"{self.manifest_path} was not written by distill and would be overwritten; choose another --out"
                 )
-            names = check_manifest(data, self.manifest_path)["files"]
-            targets = [member(self.path, name, self.manifest_path) for name in names]  # all checked first
+            data = check_manifest(data, self.manifest_path)
+            targets = [member(self.path, name, self.manifest_path) for name in data["files"]]  # all checked first
+            exports = [member(self.path, name, self.manifest_path) for name in data.get("exports", [])]
             self.manifest_path.unlink()
             for target in targets:
                 if target.is_file():
                     target.unlink()
+            for folder in exports:  # made from the vectors just removed; one a user added files to stays
+                if folder.is_dir() and is_replaceable(folder):
+                    shutil.rmtree(folder)
         for stale in self._entries():
             if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()

@@ -71,6 +71,20 @@ def test_a_manifest_listing_names_outside_its_folder_deletes_nothing(run_copy, t
     assert victim.read_text() == "mine" and absolute.read_text() == "mine too"
 
 
+@pytest.mark.parametrize("name", ["..", "../victim", "/abs", "link"])
+def test_exports_a_manifest_names_outside_its_folder_or_through_a_link_are_never_removed(run_copy, tiny_bert_dir,
+                                                                                        tmp_path, name):  # fmt: skip
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "export.json").write_text(json.dumps({"files": []}))  # looks like a folder distill exported
+    (run_copy / "link").symlink_to(victim)
+    _edit_manifest(run_copy, exports=[name.replace("/abs", str(victim))])
+    done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(run_copy),
+                "--min-count", "3", "--no-progress")  # fmt: skip
+    _one_error(done, "is a symbolic link" if name == "link" else "not a plain file name")
+    assert (victim / "export.json").is_file() and (run_copy / "link").is_symlink()
+
+
 def test_an_export_folder_that_links_outside_is_refused(run_copy, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

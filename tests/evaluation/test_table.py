@@ -165,6 +165,12 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     words = " ".join(distill.load(out, vector_set=exported).index_to_key[:3])
     a, b = m2v.encode([words])[0], st.encode([words])[0]
     assert a @ b / np.linalg.norm(a) / np.linalg.norm(b) == pytest.approx(1.0, abs=1e-5)
+    # a later run in the folder removes the exports made from the vectors it replaces, not a file a user added
+    assert manifest["exports"] == ["model2vec", "st"]
+    (out / "st" / "notes.txt").write_text("mine")
+    distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(out), layers="1", progress=False)
+    assert not (out / "model2vec").exists() and (out / "st" / "notes.txt").read_text() == "mine"
+    assert "exports" not in json.loads((out / "manifest.json").read_text())
 
 
 def test_a_finished_run_is_reused_only_while_its_model_files_are_unchanged_by_content(tiny_bert_dir, tmp_path):
