@@ -16,8 +16,8 @@
 #                                           # budgets 16,384/32,768/65,536, without piece sums, with 8 workers
 #   bash benchmarks/gpu_session.sh text     # one device call, carry .whl, .gpu, .gpu2/gutenberg_en_sample.txt.xz: 13
 #                                           # sets' text files by writer threads and by processes
-#                                           # (benchmarks/write_speed.py --sets 13), then the sample with the default
-#                                           # formats by this checkout and by .gpu/old
+#                                           # (benchmarks/write_speed.py --sets 13), each module's import time, then
+#                                           # the sample with the default formats by this checkout and by .gpu/old
 #   bash benchmarks/gpu_session.sh prep     # device call 1, the same carry: wheels, model, corpora set up
 #   bash benchmarks/gpu_session.sh minilm   # device call 2 within 30 s of it, carry .gpu2/minilm (MiniLM's weights
 #                                           # and the sample do not fit one carry): MiniLM's bare forward beside its
@@ -202,6 +202,9 @@ elif [ "$part" = text ]; then  # the default formats' text files: threads agains
     sample
     prefix=()
     step write python3 benchmarks/write_speed.py --sets 13 --dir "$work"
+    # the plan step's 8-11 s (RESULTS.md, eighth session): each module's import, torch's and transformers' apart
+    step imports python3 -X importtime -c "import torch; from transformers import AutoConfig; \
+AutoConfig.from_pretrained('$work/bert-base-random'); from transformers import AutoModel"
     gutenberg gutenberg-text-new "$PWD" "$work/gutenberg.txt"
     [ -d .gpu/old/distill ] && gutenberg gutenberg-text-old "$PWD/.gpu/old" "$work/gutenberg.txt"
 elif [ "$part" = base ]; then
