@@ -124,20 +124,32 @@ CORPUS_SUFFIXES = (".txt", ".gz")
 OutputsOf = Callable[[Path], Collection[str]]
 
 
+_LINKS_TOLD: set[tuple[str, int]] = set()  # (folder, links) a warning was given for: a run lists its corpus often
+
+
 def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> list[str]:
     """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
-    run's work folder) nor named by ``outputs_of`` their folder."""
+    run's work folder), nor named by ``outputs_of`` their folder, nor links to files outside ``root`` (a folder
+    handed over is read within itself: a link in it must not carry another file's words into the vectors)."""
     ours: dict[Path, Collection[str]] = {}
-    found = []
-    for path in root.rglob("*"):
+    found, outside = [], []
+    inside = os.path.realpath(root)
+    for path in root.rglob("*"):  # links to folders are not descended into
         if not path.name.endswith(CORPUS_SUFFIXES) or not path.is_file():
             continue
         if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.is_symlink() and os.path.commonpath([inside, os.path.realpath(path)]) != inside:
+            outside.append(path)
             continue
         if path.parent not in ours:
             ours[path.parent] = outputs_of(path.parent) if outputs_of is not None else ()
         if path.name not in ours[path.parent]:
             found.append(str(path))
+    if outside and (str(root), len(outside)) not in _LINKS_TOLD:
+        _LINKS_TOLD.add((str(root), len(outside)))
+        logger.warning("corpus folder %s: %d link(s) to files outside it not read (%s); give such a file as its own "
+                       "--corpus to read it", root, len(outside), min(outside))  # fmt: skip
     return sorted(found)
 
 

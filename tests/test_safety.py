@@ -85,6 +85,25 @@ def test_exports_a_manifest_names_outside_its_folder_or_through_a_link_are_never
     assert (victim / "export.json").is_file() and (run_copy / "link").is_symlink()
 
 
+def test_a_corpus_folder_is_read_within_itself_not_through_a_link_to_a_file_outside(tiny_bert_dir, tmp_path):
+    """A crafted corpus folder's link would carry another file's words (a secret's) into the vectors a user
+    publishes: it is left out, said so once; named as its own --corpus, the same file is read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("zyzzyva quokka " * 20 + "\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "text.txt").write_text(TINY_CORPUS.read_text())
+    (corpus / "notes.txt").symlink_to(secret)
+    args = ["run", "--model", str(tiny_bert_dir), "--min-count", "1", "--no-progress", "--corpus", str(corpus)]
+    done = _cli(*args, "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("1 link(s) to files outside it not read") == 1 and "notes.txt" in done.stderr
+    assert "quokka" not in (tmp_path / "a" / "vocab.tsv").read_text()
+    done = _cli(*args, "--corpus", str(corpus / "notes.txt"), "--out", str(tmp_path / "b"))
+    assert done.returncode == 0, done.stderr
+    assert "quokka" in (tmp_path / "b" / "vocab.tsv").read_text()
+
+
 def test_an_export_folder_that_links_outside_is_refused(run_copy, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
