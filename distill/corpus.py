@@ -127,10 +127,11 @@ OutputsOf = Callable[[Path], Collection[str]]
 _LINKS_TOLD: set[tuple[str, int]] = set()  # (folder, links) a warning was given for: a run lists its corpus often
 
 
-def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> list[str]:
+def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> tuple[list[str], list[Path]]:
     """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
     run's work folder), nor named by ``outputs_of`` their folder, nor links to files outside ``root`` (a folder
-    handed over is read within itself: a link in it must not carry another file's words into the vectors)."""
+    handed over is read within itself: a link in it must not carry another file's words into the vectors);
+    then those links."""
     ours: dict[Path, Collection[str]] = {}
     found, outside = [], []
     inside = os.path.realpath(root)
@@ -146,24 +147,26 @@ def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> list[str]:
             ours[path.parent] = outputs_of(path.parent) if outputs_of is not None else ()
         if path.name not in ours[path.parent]:
             found.append(str(path))
-    if outside and (str(root), len(outside)) not in _LINKS_TOLD:
-        _LINKS_TOLD.add((str(root), len(outside)))
-        logger.warning("corpus folder %s: %d link(s) to files outside it not read (%s); give such a file as its own "
-                       "--corpus to read it", root, len(outside), min(outside))  # fmt: skip
-    return sorted(found)
+    return sorted(found), sorted(outside)
 
 
 def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> list[str]:
     """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted;
-    hidden files and those ``outputs_of`` names are left out. A file reached twice (a folder and a file in it,
-    or two names of one file) is a ConfigError: its words would be counted twice."""
+    hidden files, those ``outputs_of`` names and links to files outside the folder are left out (the links
+    with a warning, once). A file reached twice (a folder and a file in it, or two names of one file) is a
+    ConfigError: its words would be counted twice."""
     files: list[str] = []
     for path in paths:
         folder = Path(path)
         if path != "-" and folder.is_dir():
-            found = _corpus_files(folder, outputs_of)
+            found, outside = _corpus_files(folder, outputs_of)
+            links = f"{len(outside)} link(s) to files outside it not read ({outside[0]})" if outside else ""
             if not found:
-                raise ConfigError(f"corpus folder {path} holds no .txt or .gz file")
+                raise ConfigError(f"corpus folder {path} holds no .txt or .gz file" + (f" of its own: {links}; give "
+                                  "such a file as its own --corpus to read it" if links else ""))  # fmt: skip
+            if links and (path, len(outside)) not in _LINKS_TOLD:
+                _LINKS_TOLD.add((path, len(outside)))
+                logger.warning("corpus folder %s: %s; give such a file as its own --corpus to read it", path, links)
             files += found
         else:
             files.append(path)

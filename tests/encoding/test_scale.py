@@ -46,14 +46,25 @@ def test_a_folder_gives_its_text_files_recursively_in_order(tmp_path):
 def test_a_file_reached_twice_is_refused_not_counted_twice(tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "link.txt").symlink_to(tmp_path / "a.txt")
+    (tmp_path / "other" / "b.txt").write_text("two\n")
+    (tmp_path / "other" / "link.txt").symlink_to(tmp_path / "other" / "b.txt")
     assert expand_corpus([str(tmp_path / "a.txt"), "-"]) == [str(tmp_path / "a.txt"), "-"]
+    other = tmp_path / "other"
     for given, names in (
         ([tmp_path / "a.txt", tmp_path], f"{tmp_path / 'a.txt'}"),  # a file and the folder that holds it
-        ([tmp_path / "a.txt", tmp_path / "other"], f"{tmp_path / 'a.txt'} and {tmp_path / 'other' / 'link.txt'}"),
+        ([other], f"{other / 'b.txt'} and {other / 'link.txt'}"),  # two names of one file
     ):
         with pytest.raises(ConfigError, match=re.escape(f"reads one file twice ({names})")):
             expand_corpus([str(p) for p in given])
+
+
+def test_a_folder_of_links_to_files_outside_it_is_refused_in_one_line(tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "a.txt").symlink_to(tmp_path / "a.txt")
+    with pytest.raises(ConfigError, match=r"holds no .txt or .gz file of its own: 1 link\(s\) to files outside it"):
+        expand_corpus([str(tmp_path / "links")])
+    assert expand_corpus([str(tmp_path / "links" / "a.txt")]) == [str(tmp_path / "links" / "a.txt")]  # named: read
 
 
 def test_shuffle_stream_is_a_seeded_permutation():
