@@ -57,7 +57,7 @@ def file_rows(kv: Any) -> tuple[list[str], np.ndarray]:
     """``kv``'s words and vectors in the order its word2vec file holds them (gensim's)."""
     order = _write_order(kv)
     if order is None:
-        return list(kv.index_to_key), kv.vectors
+        return kv.index_to_key, kv.vectors
     return [kv.index_to_key[i] for i in order], kv.vectors[order]
 
 
