@@ -160,13 +160,19 @@ def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> 
         folder = Path(path)
         if path != "-" and folder.is_dir():
             found, outside = _corpus_files(folder, outputs_of)
-            links = f"{len(outside)} link(s) to files outside it not read ({outside[0]})" if outside else ""
+            links = (
+                f"{len(outside)} link(s) to files outside it not read ({outside[0]}); give such a file as its own "
+                "--corpus to read it"
+                if outside
+                else ""
+            )
             if not found:
-                raise ConfigError(f"corpus folder {path} holds no .txt or .gz file" + (f" of its own: {links}; give "
-                                  "such a file as its own --corpus to read it" if links else ""))  # fmt: skip
+                raise ConfigError(
+                    f"corpus folder {path} holds no .txt or .gz file" + (f" of its own: {links}" if links else "")
+                )
             if links and (path, len(outside)) not in _LINKS_TOLD:
                 _LINKS_TOLD.add((path, len(outside)))
-                logger.warning("corpus folder %s: %s; give such a file as its own --corpus to read it", path, links)
+                logger.warning("corpus folder %s: %s", path, links)
             files += found
         else:
             files.append(path)
