@@ -262,10 +262,17 @@ def write_kv(words: Sequence[str], q: Quantized, counts: np.ndarray | None, path
     kv.vectors = values if q.scale is None else kv.vectors  # keep float16 as float16
     with atomic_path(path) as tmp:
         kv.save(str(tmp))
-        side = Path(str(tmp) + ".vectors.npy")  # gensim writes big arrays beside the pickle
+        side = kv_side_file(tmp)  # gensim writes big arrays beside the pickle
         if side.exists():
-            os.replace(side, str(path) + ".vectors.npy")
+            os.replace(side, kv_side_file(path))
+        else:  # an earlier, larger export's array is not this one's
+            kv_side_file(path).unlink(missing_ok=True)
     return path
+
+
+def kv_side_file(path: Path) -> Path:
+    """Where gensim's ``KeyedVectors.save`` puts the vectors of a large ``.kv`` beside its pickle."""
+    return Path(str(path) + ".vectors.npy")
 
 
 def static_model(
@@ -442,5 +449,5 @@ def write_projector(
 def size_on_disk(path: Path) -> int:
     if path.is_dir():
         return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    extra = Path(str(path) + ".vectors.npy")
+    extra = kv_side_file(path)
     return path.stat().st_size + (extra.stat().st_size if extra.exists() else 0)

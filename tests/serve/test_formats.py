@@ -718,3 +718,20 @@ def test_a_bpe_models_export_reads_known_words_whole_and_others_by_the_models_pi
     assert cosine(later, kv["the"] + kv["king"]) == pytest.approx(1.0, abs=1e-6)
     assert exported.tokenizer.encode("kingqqq").tokens[-3:] == ["q"] * 3  # the model's pieces: q read alone
     assert cosine(oov, king) == pytest.approx(1.0, abs=1e-4)  # letters read alone barely turn a seen piece
+
+
+def test_a_kv_export_keeps_no_array_of_an_earlier_larger_one(tmp_path):
+    """gensim saves a large table's array beside the pickle; a smaller export of the same name has none, and an
+    earlier one's left there would be counted in its size and shipped with it."""
+    from distill.config import DType
+    from distill.serve.formats import kv_side_file, size_on_disk, write_kv
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "set.kv"
+    big = rng.standard_normal((41_000, 256)).astype(np.float32)  # past gensim's 10 Mi values for a separate file
+    write_kv([f"w{i}" for i in range(len(big))], quantize(big, DType.FLOAT32), None, path)
+    assert kv_side_file(path).is_file()
+    small = rng.standard_normal((3, 4)).astype(np.float32)
+    write_kv(["a", "b", "c"], quantize(small, DType.FLOAT32), None, path)
+    assert not kv_side_file(path).exists() and size_on_disk(path) == path.stat().st_size
+    np.testing.assert_array_equal(KeyedVectors.load(str(path)).vectors, small)
