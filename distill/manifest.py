@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 
 from distill.errors import ConfigError
 from distill.files import bare_name
+from distill.names import EXPORT_DIR
 
 
 def is_our_manifest(data: Any) -> TypeGuard[dict[str, Any]]:
@@ -101,8 +102,11 @@ def check_manifest(data: Any, path: Path) -> dict[str, Any]:
         if (not found and not optional) or (found and not check(value)):
             what = "is missing" if not found else f"has a value of the wrong kind ({str(value)[:40]!r})"
             raise ConfigError(f"{path} is damaged: its field {dotted} {what}; run the distillation again")
-    for name in [*data["files"], *data.get("exports", [])]:
+    for name in data["files"]:
         bare_name(name, path)
+    for name in data.get("exports", []):  # in the run folder, or in its export/
+        head, sep, tail = name.partition("/")
+        bare_name(tail if sep and head == EXPORT_DIR else name, path)
     for name in data.get("derived") or {}:
         bare_name(name, path)
     best = data.get("best")

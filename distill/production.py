@@ -117,8 +117,7 @@ def build_model(
     for fmt, name in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
         (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name, dtype=dtype,
                                    dims=dims, top_words=top_words)  # fmt: skip
-        folders.append(path)
-    run.record_exports(folders)
+        folders.append(path)  # listed in the run's manifest by export_run
     scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
     scores += [score for name, score in candidates.items() if name != exported]
     words = {name: word_scores(run, name) for name in candidates}

@@ -24,11 +24,22 @@ from distill.files import (
     is_bare_name,
     is_replaceable,
     member,
+    subfolder,
     write_json,
 )
 from distill.lock import FolderLock
 from distill.manifest import check_manifest, is_our_manifest
-from distill.names import LOCK_FILE, MANIFEST, VOCAB, is_pieces_file, is_temporary, layer_file, set_name, set_of_file
+from distill.names import (
+    EXPORT_DIR,
+    LOCK_FILE,
+    MANIFEST,
+    VOCAB,
+    is_pieces_file,
+    is_temporary,
+    layer_file,
+    set_name,
+    set_of_file,
+)
 
 
 def words_per_line(manifest: dict[str, Any]) -> float:
@@ -139,15 +150,36 @@ class RunDir:
 
         return self.update_manifest(files, change)
 
-    def record_exports(self, folders: Sequence[Path]) -> None:
-        """List ``folders``, exported from this run into its folder (``distill model``'s), in the manifest: the
-        next run here removes them with the vectors they were made from, rather than leaving them stale."""
-        names = {bare_name(folder.name, self.path) for folder in folders}
+    def record_exports(self, paths: Sequence[Path]) -> None:
+        """List ``paths`` made from this run's sets and written into its folder or its ``export/`` (``distill
+        model``'s folders, ``distill export``'s outputs, ``distill evaluate``'s report) in the manifest: the next
+        run here removes them with the vectors they were made from, rather than leaving them stale. Paths
+        elsewhere are not the run's and are left out."""
+        names = {name for name in map(self._export_entry, paths) if name is not None}
+        if not names:
+            return
 
         def change(data: dict[str, Any]) -> None:
             data["exports"] = sorted(names.union(data.get("exports", [])))
 
         self.update_manifest([], change)
+
+    def _export_entry(self, path: Path) -> str | None:
+        """``path`` as the manifest lists an export: its name in the run folder, or ``export/NAME``."""
+        home, parent = self.path.resolve(), path.parent
+        if parent.resolve() == home:
+            return path.name
+        export = self.path / EXPORT_DIR
+        if not export.is_symlink() and parent.resolve() == export.resolve():
+            return f"{EXPORT_DIR}/{path.name}"
+        return None
+
+    def _export_member(self, entry: str) -> Path:
+        """The path of a manifest's export entry (:meth:`_export_entry`), checked as :func:`member` checks."""
+        head, sep, tail = entry.partition("/")
+        if sep and head == EXPORT_DIR:
+            return member(subfolder(self.path, EXPORT_DIR), tail, self.manifest_path)
+        return member(self.path, entry, self.manifest_path)
 
     def update_manifest(
         self, files: Sequence[str], change: Callable[[dict[str, Any]], None] | None = None
@@ -204,9 +236,9 @@ class RunDir:
 
     def clear_previous(self) -> None:
         """Before a new run writes here: the previous run's manifest goes first (the folder stops looking
-        finished), then the files it lists, the folders exported from them into it (:meth:`record_exports`), and
-        temporaries a killed run left. Files that no run of ours wrote are left alone; a ``manifest.json``
-        distill did not write is refused."""
+        finished), then the files it lists, what was exported or reported from them into it
+        (:meth:`record_exports`; ``export/`` too once empty), and temporaries a killed run left. Files that no
+        run of ours wrote are left alone; a ``manifest.json`` distill did not write is refused."""
         if self.manifest_path.exists() or self.manifest_path.is_symlink():
             data = read_json_file(self.manifest_path)
             if self.manifest_path.is_symlink() or not is_our_manifest(data):
@@ -215,14 +247,19 @@ class RunDir:
                 )
             data = check_manifest(data, self.manifest_path)
             targets = [member(self.path, name, self.manifest_path) for name in data["files"]]  # all checked first
-            exports = [member(self.path, name, self.manifest_path) for name in data.get("exports", [])]
+            exports = [self._export_member(name) for name in data.get("exports", [])]
             self.manifest_path.unlink()
             for target in targets:
                 if target.is_file():
                     target.unlink()
-            for folder in exports:  # made from the vectors just removed; one a user added files to stays
-                if folder.is_dir() and is_replaceable(folder):
-                    shutil.rmtree(folder)
+            for made in exports:  # made from the vectors just removed; a folder a user added files to stays
+                if made.is_dir() and is_replaceable(made):
+                    shutil.rmtree(made)
+                elif made.is_file():
+                    made.unlink()
+            export = self.path / EXPORT_DIR
+            if export.is_dir() and not export.is_symlink() and not any(export.iterdir()):
+                export.rmdir()
         for stale in self._entries():
             if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()

@@ -85,6 +85,41 @@ def test_exports_a_manifest_names_outside_its_folder_or_through_a_link_are_never
     assert (victim / "export.json").is_file() and (run_copy / "link").is_symlink()
 
 
+def test_an_export_entry_is_read_within_the_runs_own_export_folder(run_copy, tiny_bert_dir, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("mine")
+    args = ["run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(run_copy),
+            "--min-count", "3", "--no-progress"]  # fmt: skip
+    _edit_manifest(run_copy, exports=["export/../victim/notes.txt"])
+    _one_error(_cli(*args), "not a plain file name")
+    (run_copy / "export").symlink_to(victim)
+    _edit_manifest(run_copy, exports=["export/notes.txt"])
+    _one_error(_cli(*args), "is a symbolic link")
+    assert (victim / "notes.txt").read_text() == "mine"
+
+
+def test_what_was_exported_and_reported_from_a_run_goes_with_its_next_run(run_copy, tiny_bert_dir):
+    """An export or report made from the vectors a new run replaces would describe vectors that are gone: the
+    new run removes them (a file a user added stays), and a report without plots removes the plots before it."""
+    distill.export(run_copy, "kv,model2vec")
+    assert _cli("export", str(run_copy), "--format", "npy", "--out", str(run_copy / "mine.npy")).returncode == 0
+    assert _cli("evaluate", str(run_copy), "--benchmarks", "simlex999").returncode == 0
+    assert (run_copy / "scores.png").is_file()
+    assert _cli("evaluate", str(run_copy), "--set", "best", "--benchmarks", "sts").returncode == 0
+    assert not (run_copy / "scores.png").exists()  # the report it drew is replaced by one with no plot
+    exports = json.loads((run_copy / "manifest.json").read_text())["exports"]
+    best = RunDir(run_copy).resolve_set()
+    assert exports == sorted([f"export/{best}.kv", f"export/{best}.model2vec", "mine.npy", "report.json",
+                              "report.md", "scores.png"])  # fmt: skip
+    (run_copy / "export" / "notes.txt").write_text("mine")
+    done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(run_copy),
+                "--min-count", "3", "--layers", "2", "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    left = {p.relative_to(run_copy).as_posix() for p in run_copy.rglob("*")}
+    assert not left & {*exports, "layers.png"} and "export/notes.txt" in left
+
+
 def test_a_corpus_folder_is_read_within_itself_not_through_a_link_to_a_file_outside(tiny_bert_dir, tmp_path):
     """A crafted corpus folder's link would carry another file's words (a secret's) into the vectors a user
     publishes: it is left out, said so once; named as its own --corpus, the same file is read."""

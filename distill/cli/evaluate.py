@@ -161,7 +161,9 @@ def evaluate(
             _sentence_scores(inputs, bases, vector_set, teacher, progress) if wants_sentences(benchmarks) else []
         )
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
-        written = write_report(rows, options, out or _report_folder(inputs[0]), notes=notes, sentences=sentences)
+        folder = Path(out) if out else _report_folder(inputs[0])
+        written = write_report(rows, options, folder, notes=notes, sentences=sentences)
+        _record_in_run(folder, written)
     typer.echo(markdown(rows, options, notes=notes, sentences=sentences))
     typer.echo("wrote " + ", ".join(map(str, written)))
 
@@ -169,6 +171,17 @@ def evaluate(
 def _report_folder(first: Path) -> Path:
     """Where a report goes without ``--out``: into a folder given (a run, an export), else the vector file's."""
     return first if first.is_dir() else first.parent
+
+
+def _record_in_run(folder: Path, written: list[Path]) -> None:
+    """A report written into a run folder is listed in its manifest: the next run there removes it with the
+    vectors it scored."""
+    from distill.manifest import is_our_manifest
+    from distill.rundir import RunDir, read_json_file
+
+    run = RunDir(folder)
+    if is_our_manifest(read_json_file(run.manifest_path)):
+        run.record_exports(written)
 
 
 def _sentence_scores(

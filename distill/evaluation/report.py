@@ -309,22 +309,39 @@ def write_report(
     notes: Sequence[str] = (),
     sentences: Sequence[Any] = (),
 ) -> list[Path]:
-    """``report.md``, ``report.json`` and the plots in ``out``; returns the files written."""
+    """``report.md``, ``report.json`` and the plots in ``out``; returns the files written. A plot the last
+    report here drew (its ``report.json`` lists it) and this one does not is removed: it showed other scores."""
     from distill.evaluation.plots import plot_layers, plot_scores
     from distill.evaluation.sentences import sentence_json
-    from distill.files import atomic_path, check_writable
+    from distill.files import atomic_path, check_writable, member
 
     out = check_writable(out)
+    drawn_before = _plots_listed(out / REPORT_DATA)
     with atomic_path(out / REPORT) as tmp:
         tmp.write_text(markdown(rows, options, title, notes, sentences), encoding="utf-8")
+    plots = []
+    if rows:
+        panels = [c for c in COLUMNS if c[1] == "all" and c[0] in options.benchmarks]
+        plots.append(plot_scores(rows, out / SCORES_PLOT, panels))
+        if sum("layer" in r.meta for r in rows) > 1:
+            plots.append(plot_layers(rows, out / LAYERS_PLOT, panels))
+    for name in drawn_before - {p.name for p in plots}:
+        member(out, name).unlink(missing_ok=True)
     data = to_json(rows, options)
+    data["plots"] = [p.name for p in plots]
     if sentences:
         data["sentences"] = sentence_json(sentences)
-    files = [out / REPORT, write_json(data, out / REPORT_DATA)]
-    if not rows:
-        return files
-    panels = [c for c in COLUMNS if c[1] == "all" and c[0] in options.benchmarks]
-    files.append(plot_scores(rows, out / "scores.png", panels))
-    if sum("layer" in r.meta for r in rows) > 1:
-        files.append(plot_layers(rows, out / "layers.png", panels))
-    return files
+    return [out / REPORT, write_json(data, out / REPORT_DATA), *plots]
+
+
+#: The plots a report draws beside it.
+SCORES_PLOT, LAYERS_PLOT = "scores.png", "layers.png"
+
+
+def _plots_listed(path: Path) -> set[str]:
+    """The plots an earlier ``report.json`` says it drew (none when it is missing, a link or not ours)."""
+    from distill.rundir import read_json_file
+
+    data = read_json_file(path)
+    listed = data.get("plots") if isinstance(data, dict) else None
+    return {p for p in listed if p in (SCORES_PLOT, LAYERS_PLOT)} if isinstance(listed, list) else set()

@@ -22,6 +22,7 @@ from distill.serve.formats import (
     FOLDER_FORMATS,
     Format,
     check_formats_available,
+    kv_side_file,
     size_on_disk,
     write_format,
 )
@@ -139,4 +140,6 @@ def export_run(
         paths = write_format(fmt, words, q, vectors, counts, out_dir, stem, lowercase, teacher, info, pieces, target,
                              card)  # fmt: skip
         written += [(path, size_on_disk(path)) for path in paths]
+    made = [path for path, _ in written]  # into the run's folder, these go with its next run
+    run.record_exports(made + [side for side in map(kv_side_file, made) if side.is_file()])
     return written
