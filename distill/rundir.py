@@ -381,7 +381,17 @@ def load(path: str | Path, layer: int | None = None, pooling: str | None = None,
     if path.is_dir():
         run = RunDir(path)
         return run.load(run.resolve_set(vector_set, layer, pooling))
+    check_no_set(path, layer, pooling, vector_set)
     return load_file(path)
+
+
+def check_no_set(path: Path, layer: int | None, pooling: str | None, vector_set: str | None) -> None:
+    """ConfigError when a set is asked of a vector file: only a run folder has sets to choose from."""
+    if layer is not None or pooling is not None or vector_set is not None:
+        raise ConfigError(
+            f"{path} is a vector file, not a run folder: a set (--set, or --layers and --pooling) is chosen in "
+            "a run folder; leave them out"
+        )
 
 
 def untuned_set(manifest: dict[str, Any], vector_set: str) -> str:

@@ -310,6 +310,22 @@ def test_neighbors_reading_a_word_alone_prints_only_its_answer(finished_run):
     assert done.stderr == ""
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [(["--set", "best"], "is a vector file, not a run folder"), (["--layers", "1"], "is a vector file, not a run"),
+     (["--oov", "alone"], "words are read alone by a run's model")],
+)  # fmt: skip
+def test_a_vector_file_is_not_given_what_only_a_run_folder_has(finished_run, option, said):
+    """A set or the model's reading asked of a plain vector file was ignored: the answer came from the file."""
+    vectors = finished_run / "layer1.pc.txt"
+    _one_error(_cli("neighbors", str(vectors), "king", *option), said)
+    with pytest.raises(ConfigError, match=said):
+        distill.load(
+            vectors, **{"--set": {"vector_set": "best"}, "--layers": {"layer": 1}}.get(option[0], {"oov": "alone"})
+        )
+    assert _cli("neighbors", str(vectors), "king").returncode == 0
+
+
 def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     target = tmp_path / "layer1.pc.npy"
     target.write_text("a file of the user's")

@@ -45,7 +45,7 @@ LayerOpt = Annotated[
 ]
 #: ``--layer``, the old spelling of ``--layers`` here, kept hidden for one release.
 OldLayerOpt = Annotated[Optional[int], typer.Option("--layer", hidden=True)]
-PoolingOpt = Annotated[Optional[Pooling], typer.Option(help="Pooling of --layers (default pc).")]
+PoolingOpt = Annotated[Optional[Pooling], typer.Option(help="Pooling of --layers (default: the run's first).")]
 
 
 @app.command()

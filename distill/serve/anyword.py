@@ -90,11 +90,14 @@ class AnyWordVectors(KeyedVectors):
         return [k if not isinstance(k, str) or k in self.key_to_index else self.get_vector(k, norm=True) for k in keys]
 
 
-def check_fallback(oov: Oov | str) -> Oov:
-    """``oov`` as an Oov policy, when it names a fallback; ConfigError otherwise."""
+def check_fallback(oov: Oov | str, path: Path | None = None) -> Oov:
+    """``oov`` as an Oov policy, when it names a fallback (``alone`` only for a run folder ``path``, whose
+    model reads the words); ConfigError otherwise."""
     found = next((policy for policy in FALLBACKS if policy.value == str(getattr(oov, "value", oov))), None)
     if found is None:
         raise ConfigError(f"unknown OOV fallback {oov!r}; use one of {', '.join(p.value for p in FALLBACKS)}")
+    if found is Oov.ALONE and path is not None and not path.is_dir():
+        raise ConfigError(f"{path} is a vector file: words are read alone by a run's model; give its run folder")
     return found
 
 
@@ -128,7 +131,7 @@ def load(
     Needs only numpy and gensim (no torch) until a word outside the vocabulary is looked up.
     """
     path = Path(path)
-    oov = check_fallback(oov)  # here, not at the first unknown word
+    oov = check_fallback(oov, path)  # here, not at the first unknown word
     if not (path.is_dir() and (oov is Oov.ALONE or has_piece_vectors(path))):
         return load_vectors(path, layer, pooling, vector_set)
     run = RunDir(path)

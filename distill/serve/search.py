@@ -16,8 +16,8 @@ from distill.config import Oov, parse_choices
 from distill.corpus import fold
 from distill.errors import ConfigError, OutputError
 from distill.files import write_json
-from distill.rundir import RunDir, load_file
-from distill.serve.anyword import open_fallback
+from distill.rundir import RunDir, check_no_set, load_file
+from distill.serve.anyword import check_fallback, open_fallback
 from distill.vectors.faiss_index import IndexKind, build_faiss_index, on_cpu, read_faiss, write_faiss
 from distill.vectors.keyed import l2_normalize
 
@@ -57,12 +57,14 @@ class Searcher:
         vocabulary get the ``oov`` fallback (``pieces`` or ``alone``, see :func:`distill.load`)."""
         kind = parse_choices(IndexKind, [kind], "index kind", many=False)[0]
         path, lowercase = Path(path), False
+        check_fallback(oov, path)
         if path.is_dir():
             run = RunDir(path)
             name = run.resolve_set(vector_set, layer, pooling)
             kv, base = run.load(name), path / name
             lowercase = bool(run.manifest()["vocabulary"]["lowercase"])  # queries folded as the words were
         else:
+            check_no_set(path, layer, pooling, vector_set)
             kv, base = load_file(path), path.with_suffix("")
         index_path = base.with_name(base.name + (".faiss" if kind is IndexKind.FLAT else f".{kind.value}.faiss"))
         words, unit = list(kv.index_to_key), l2_normalize(kv.vectors)
