@@ -68,10 +68,11 @@ def model_card(
         lines.append(f"| {s.label} | {s.mteb_mean():.1f} | {s.mean_13_16():.1f} | {s.mean(DEV_YEARS):.1f} | "
                      f"{s.mean(HELD_OUT_YEARS):.1f} | {s.mean():.1f} | {s.sentences_per_second:,.0f} |")  # fmt: skip
     if words:
-        lines += ["", "## Words (Spearman, pairs covered)", "", "| set | " + " | ".join(WORD_BENCHMARKS) + " |",
+        lines += ["", "## Words (Spearman x100, pairs covered)", "",
+                  "| set | " + " | ".join(CARD_NAMES[b] for b in WORD_BENCHMARKS) + " |",
                   "|---|" + "---:|" * len(WORD_BENCHMARKS)]  # fmt: skip
     for name, by_bench in words.items():
-        cells = " | ".join(f"{by_bench[b]['spearman']:.3f} ({by_bench[b]['covered']})" for b in WORD_BENCHMARKS)
+        cells = " | ".join(f"{100 * by_bench[b]['spearman']:.1f} ({by_bench[b]['covered']:,})" for b in WORD_BENCHMARKS)
         lines.append(f"| {name} | {cells} |")
     mteb = scores[0].mteb() if scores else {}
     results = [Score("STS", f"mteb/{name.lower()}-sts", f"MTEB {name}", value, "test split", "cosine_spearman", "test")
