@@ -419,6 +419,28 @@ def test_a_damaged_exported_model_is_one_line(run_copy, tmp_path, fmt, damaged, 
     _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), expected, str(folder))
 
 
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"type": "modeling_mine.Mine"}, "not one of sentence-transformers' own"),
+        ({"path": "../outside"}, "outside the folder; distill reads only"),
+    ],
+)
+def test_a_sentence_transformers_folder_runs_none_of_its_own_code(run_copy, tmp_path, change, expected):
+    """sentence-transformers before 6.0 imports a module class a local folder's modules.json names from the
+    folder's own code: a crafted folder would run it; and a module path may lead out of the folder."""
+    folder = tmp_path / "st"
+    assert _cli("export", str(run_copy), "--set", "best", "--format", "sentence-transformers", "--out",
+                str(folder)).returncode == 0  # fmt: skip
+    marker = tmp_path / "ran"
+    (folder / "modeling_mine.py").write_text(f"open({str(marker)!r}, 'w').close()\nclass Mine: pass\n")
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[0].update(change)
+    (folder / "modules.json").write_text(json.dumps(modules))
+    _one_error(_cli("evaluate", str(folder), "--benchmarks", "sts", "--no-progress"), expected, str(folder))
+    assert not marker.exists()
+
+
 def test_exports_given_where_a_run_is_expected_are_named_for_what_they_are(run_copy, tmp_path):
     out = tmp_path / "e"
     assert (

@@ -173,9 +173,33 @@ def model2vec_encoder(path: str | Path) -> Encode:
 def sentence_transformers_encoder(path_or_name: str | Path) -> Encode:
     """A sentence-transformers folder (an export, or a transformer such as the teacher with its own pooling)."""
     st = require("sentence_transformers", "export", "scoring a sentence-transformers model")
+    if Path(path_or_name).is_dir():
+        check_modules(Path(path_or_name))
     with _loading("sentence-transformers", path_or_name):
         model = st.SentenceTransformer(str(path_or_name), device="cpu", trust_remote_code=False, local_files_only=True)
     return lambda sentences: model.encode(sentences, batch_size=64, show_progress_bar=False)
+
+
+def check_modules(folder: Path) -> None:
+    """ConfigError unless every module a sentence-transformers folder's ``modules.json`` names is one of
+    sentence-transformers' own, in a folder inside it: sentence-transformers before 6.0 imports any other class
+    from a local folder's own code, and a module's path may point outside the folder."""
+    path = folder / "modules.json"
+    if not path.is_file():
+        return
+    modules = read_model_json(path)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        raise ConfigError(f"{path} is not a list of modules; the folder is damaged")
+    for module in modules:
+        kind, where = module.get("type"), module.get("path", "")
+        if not isinstance(kind, str) or not kind.startswith("sentence_transformers."):
+            raise ConfigError(
+                f"{path} names the module {kind!r}, which is not one of sentence-transformers' own: loading it "
+                "would run code from the folder, which distill never does"
+            )
+        parts = Path(where).parts if isinstance(where, str) else ("..",)
+        if Path(str(where)).is_absolute() or ".." in parts:
+            raise ConfigError(f"{path} puts a module at {where!r}, outside the folder; distill reads only inside it")
 
 
 @contextlib.contextmanager
