@@ -433,3 +433,22 @@ def test_a_vocabulary_file_that_is_a_folder_is_named_as_one(tiny_bert_dir, tmp_p
     _one_error(_cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--vocab-file", str(tmp_path / "none.txt")),
                "none.txt does not exist")  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_evaluate_checks_its_output_folder_and_teacher_before_scoring(tmp_path):
+    """An --out it cannot write to, or a --teacher with no sentences to score, failed after minutes of scoring:
+    here the vectors are not even read (they are missing) before the one line that says so."""
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    missing = str(tmp_path / "missing.txt")
+    _one_error(_cli("evaluate", missing, "--benchmarks", "men", "--out", str(not_a_folder)), "cannot write")
+    _one_error(_cli("evaluate", missing, "--benchmarks", "men", "--teacher", "minilm"), "add sts to --benchmarks")
+    assert not_a_folder.read_text() == "x"
+
+
+def test_evaluate_scores_the_teacher_beside_the_vectors(finished_run, tiny_bert_dir, tmp_path):
+    done = _cli("evaluate", str(finished_run), "--set", "layer1.pc", "--benchmarks", "sts", "--teacher",
+                str(tiny_bert_dir), "--out", str(tmp_path), "--no-progress")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    labels = [s["label"] for s in json.loads((tmp_path / "report.json").read_text())["sentences"]]
+    assert len(labels) == 2 and labels[1] == f"{tiny_bert_dir.name} (teacher)"

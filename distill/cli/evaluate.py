@@ -143,12 +143,19 @@ def evaluate(
     """Score vectors on word similarity, analogy, categorization, SemEval-2012 and STS sentence benchmarks."""
     from distill.evaluation.baselines import read_vocab
     from distill.evaluation.report import evaluate_rows, markdown, write_report
-    from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder
+    from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder, teacher_encoder
     from distill.evaluation.vectors import expand_paths, load_vectors
+    from distill.files import check_writable
 
     setup_logging(verbose, progress)
     with user_errors():
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
+        if out is not None:  # before the scoring, which takes minutes
+            check_writable(out)
+        sentences_asked = wants_sentences(benchmarks)
+        if teacher is not None and not sentences_asked:
+            raise ConfigError("--teacher scores the source transformer on STS sentences: add sts to --benchmarks")
+        taught = teacher_encoder(teacher, progress) if teacher is not None else None  # one that cannot load fails now
         inputs, bases = [Path(v) for v in vectors], [Path(b) for b in baseline or ()]
         folders = [p for p in [*inputs, *bases] if is_model2vec_folder(p) or is_sentence_transformers_folder(p)]
         files = expand_paths([p for p in inputs if p not in folders], vector_set) if options.benchmarks else []
@@ -157,9 +164,7 @@ def evaluate(
             rows = evaluate_rows([load_vectors(f) for f in files], options,
                                  [load_vectors(b) for b in bases if b not in folders],
                                  read_vocab(restrict_vocab) if restrict_vocab else None, progress)  # fmt: skip
-        sentences = (
-            _sentence_scores(inputs, bases, vector_set, teacher, progress) if wants_sentences(benchmarks) else []
-        )
+        sentences = _sentence_scores(inputs, bases, vector_set, taught) if sentences_asked else []
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
         folder = Path(out) if out else _report_folder(inputs[0])
         written = write_report(rows, options, folder, notes=notes, sentences=sentences)
@@ -185,14 +190,14 @@ def _record_in_run(folder: Path, written: list[Path]) -> None:
 
 
 def _sentence_scores(
-    inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: str | None, progress: bool
+    inputs: list[Path], bases: list[Path], vector_set: str | None, teacher: tuple[Any, str] | None
 ) -> list[Any]:
-    from distill.evaluation.sentences import load_sts, score_inputs, score_sts, teacher_encoder
+    from distill.evaluation.sentences import load_sts, score_inputs, score_sts
 
     pairs = load_sts()
     scores = score_inputs(inputs, vector_set, pairs) + score_inputs(bases, None, pairs)
     if teacher is not None:
-        encode, label = teacher_encoder(teacher, progress)
+        encode, label = teacher
         scores.append(score_sts(encode, pairs, label))
     return scores
 
