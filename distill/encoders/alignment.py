@@ -101,7 +101,8 @@ class WindowTokenizer:
 
 
 def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """For each occurrence, the window that holds it whole and gives it the most context on both sides.
+    """For each occurrence, the window that holds it whole and gives it the most context on both sides (the
+    first such window on a tie).
 
     ``sentence``, ``starts``, ``ends``: (k,) arrays. Returns (k,) window indices, -1 where no window
     holds the occurrence whole (a word longer than a window). The windows of a sentence must be
@@ -115,14 +116,45 @@ def choose_windows(windows: list[Window], sentence: np.ndarray, starts: np.ndarr
     first[present] = first_window
     candidates = per_sentence[sentence]  # windows of each occurrence's sentence
     chosen = np.where(candidates == 1, first[sentence], -1)  # the common case: one window
-    for k in np.flatnonzero(candidates > 1).tolist():  # long sentences: the best-centred window
-        cs, ce, best = int(starts[k]), int(ends[k]), -1
-        for i in range(first[sentence[k]], first[sentence[k]] + candidates[k]):
-            lo, hi = windows[i].span
-            if lo <= cs and ce <= hi:
-                margin = min(cs - lo, hi - ce)
-                if margin > best:
-                    best, chosen[k] = margin, i
+    long = np.flatnonzero(candidates > 1)  # occurrences of long sentences: the best-centred window
+    if long.size:
+        many = np.flatnonzero(per_sentence[window_sentence] > 1)  # the windows of long sentences, in order
+        spans = np.array([windows[i].span for i in many.tolist()], dtype=np.int64).reshape(-1, 2)
+        chosen[long] = _best_centred(many, window_sentence[many], spans, sentence[long], starts[long], ends[long])
+    return chosen
+
+
+def _best_centred(
+    index: np.ndarray, owner: np.ndarray, spans: np.ndarray, sentence: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
+    """:func:`choose_windows` among the windows ``index`` (of sentences ``owner``, covering ``spans``) for
+    occurrences of those sentences. A sentence's windows move forward through it, so those that hold an
+    occurrence are consecutive: found by binary search, then only they are compared (a text of one long line
+    has thousands of windows, each occurrence a few)."""
+    lo, hi = spans[:, 0], spans[:, 1]
+    sentence, starts, ends = (np.asarray(a, dtype=np.int64) for a in (sentence, starts, ends))
+    shift = np.int64(40)  # sentence, then characters (under 2**40 a sentence), as one sortable key
+    key_lo, key_hi = (owner << shift) | lo, (owner << shift) | hi
+    if np.any(np.diff(key_lo) < 0) or np.any(np.diff(key_hi) < 0):  # windows out of order: compare them all
+        return np.array([_scan(index, owner, spans, *row) for row in zip(sentence, starts, ends)], dtype=np.int64)
+    first = np.searchsorted(key_hi, (sentence << shift) | ends, side="left")  # the first that reaches the end
+    last = np.searchsorted(key_lo, (sentence << shift) | starts, side="right") - 1  # the last that has the start
+    best, chosen = np.full(len(sentence), -1, dtype=np.int64), np.full(len(sentence), -1, dtype=np.int64)
+    for step in range(int((last - first).max(initial=-1)) + 1):
+        at = np.minimum(first + step, len(index) - 1)
+        margin = np.minimum(starts - lo[at], hi[at] - ends)
+        better = (first + step <= last) & (margin > best)
+        best, chosen = np.where(better, margin, best), np.where(better, index[at], chosen)
+    return chosen
+
+
+def _scan(index: np.ndarray, owner: np.ndarray, spans: np.ndarray, sentence: int, start: int, end: int) -> int:
+    """:func:`_best_centred` for one occurrence, comparing every window of its sentence."""
+    best, chosen = -1, -1
+    for i in np.flatnonzero(owner == sentence).tolist():
+        lo, hi = int(spans[i, 0]), int(spans[i, 1])
+        if lo <= start and end <= hi and min(start - lo, hi - end) > best:
+            best, chosen = min(start - lo, hi - end), int(index[i])
     return chosen
 
 

@@ -152,3 +152,37 @@ def test_padded_batch_holds_each_windows_ids_then_zeros():
     ids, real = pad_windows(windows)
     assert ids.tolist() == [[5, 6, 7], [9, 0, 0]]
     assert real.tolist() == [[True, True, True], [True, False, False]]
+
+
+def _best_by_hand(windows, sentence, starts, ends):
+    """The definition: of every window of the occurrence's sentence that holds it whole, the first with the
+    largest margin on its nearer side."""
+    chosen = []
+    for s, a, b in zip(sentence, starts, ends):
+        best, pick = -1, -1
+        for i, w in enumerate(windows):
+            lo, hi = w.span
+            if w.sentence == s and lo <= a and b <= hi and min(a - lo, hi - b) > best:
+                best, pick = min(a - lo, hi - b), i
+        chosen.append(pick)
+    return chosen
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_the_best_centred_window_is_the_definitions_in_long_texts(wordpiece_tokenizer, shuffle):
+    """Occurrences of many-window texts are matched to windows by binary search; windows whose spans do not
+    move forward (``shuffle``: one window's offsets moved back) are compared one by one, as the definition."""
+    rng = np.random.default_rng(0)
+    texts = ["short one.", " ".join(f"word{i % 7} alpha beta" for i in range(90)), "x", "king queen " * 40]
+    windows = make_windows(truncating_backend(wordpiece_tokenizer, 16, 4).encode_batch(texts))
+    if shuffle:
+        w = windows[3]
+        windows[3] = Window(w.sentence, w.ids, w.starts - 100, w.ends - 100, w.content, w.fresh)
+    sentence, starts, ends = [], [], []
+    for i, text in enumerate(texts):
+        for s, e in [*word_spans(text), *(sorted(rng.integers(0, len(text) + 1, 2)) for _ in range(40))]:
+            sentence.append(i), starts.append(s), ends.append(e)
+    sentence, starts, ends = np.array(sentence), np.array(starts), np.array(ends)
+    chosen = choose_windows(windows, sentence, starts, ends)
+    assert chosen.tolist() == _best_by_hand(windows, sentence, starts, ends)
+    assert (chosen == -1).any() and len(set(chosen.tolist())) > 10
