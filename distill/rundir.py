@@ -124,7 +124,13 @@ class RunDir:
     def claim(self) -> FolderLock:
         """Take the run's lock for a whole distillation, without waiting: a second run writing here at once is
         refused, and commands that change the manifest (:meth:`update_manifest`) wait for the run. The caller
-        releases it. The folder is made first, and proved writable."""
+        releases it. The folder is made first, and proved writable; a folder ``distill export`` wrote is refused
+        before anything is written into it (it would stop being an export distill may replace)."""
+        if (self.path / LISTING).is_file() and not self.manifest_path.exists():
+            raise ConfigError(
+                f"{self.path} is an export (its {LISTING} lists what distill wrote), not a run folder: choose another "
+                "--out"
+            )
         check_writable(self.path)
         lock = self._lock()
         if not lock.acquire(wait=False):

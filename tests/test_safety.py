@@ -441,6 +441,18 @@ def test_a_sentence_transformers_folder_runs_none_of_its_own_code(run_copy, tmp_
     assert not marker.exists()
 
 
+def test_a_run_is_not_written_into_an_export(run_copy, tiny_bert_dir, tmp_path):
+    """A run's files (and its lock) in an export folder would leave it neither: distill export could no longer
+    replace it."""
+    folder = tmp_path / "m2v"
+    assert _cli("export", str(run_copy), "--format", "model2vec", "--out", str(folder)).returncode == 0
+    before = _snapshot(folder)
+    done = _cli("run", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(folder),
+                "--min-count", "3", "--no-progress")  # fmt: skip
+    _one_error(done, "is an export", "not a run folder")
+    assert _snapshot(folder) == before and is_replaceable(folder)
+
+
 def test_exports_given_where_a_run_is_expected_are_named_for_what_they_are(run_copy, tmp_path):
     out = tmp_path / "e"
     assert (
