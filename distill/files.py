@@ -183,6 +183,24 @@ def check_writable(directory: str | Path) -> Path:
     return directory
 
 
+@contextlib.contextmanager
+def output_folder(directory: str | Path) -> Iterator[Path]:
+    """``directory`` made and proved writable (:func:`check_writable`) before the block's slow work; the folders
+    this made are removed again, where still empty, when the block fails: a refused command leaves none."""
+    path, made = Path(directory), []
+    probe = path
+    while not probe.exists() and not probe.is_symlink() and probe != probe.parent:
+        made.append(probe)  # deepest first
+        probe = probe.parent
+    try:
+        yield check_writable(path)
+    except BaseException:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
 def write_json(data: dict[str, Any], path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")

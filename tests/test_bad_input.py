@@ -444,6 +444,8 @@ def test_evaluate_checks_its_output_folder_and_teacher_before_scoring(tmp_path):
     _one_error(_cli("evaluate", missing, "--benchmarks", "men", "--out", str(not_a_folder)), "cannot write")
     _one_error(_cli("evaluate", missing, "--benchmarks", "men", "--teacher", "minilm"), "add sts to --benchmarks")
     assert not_a_folder.read_text() == "x"
+    _one_error(_cli("evaluate", missing, "--benchmarks", "men", "--out", str(tmp_path / "a" / "b")), "not found")
+    assert not (tmp_path / "a").exists()  # the folders made for the report go with the refused command
 
 
 def test_evaluate_scores_the_teacher_beside_the_vectors(finished_run, tiny_bert_dir, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -145,13 +146,13 @@ def evaluate(
     from distill.evaluation.report import evaluate_rows, markdown, write_report
     from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder, teacher_encoder
     from distill.evaluation.vectors import expand_paths, load_vectors
-    from distill.files import check_writable
+    from distill.files import output_folder
 
     setup_logging(verbose, progress)
-    with user_errors():
+    with user_errors(), contextlib.ExitStack() as stack:
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
         if out is not None:  # before the scoring, which takes minutes
-            check_writable(out)
+            stack.enter_context(output_folder(out))
         sentences_asked = wants_sentences(benchmarks)
         if teacher is not None and not sentences_asked:
             raise ConfigError("--teacher scores the source transformer on STS sentences: add sts to --benchmarks")
