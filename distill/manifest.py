@@ -50,6 +50,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], bool]] = {
     "distill_version": (lambda v: isinstance(v, str), False),
     "files": (_strs, False),
     "exports": (_strs, True),
+    "exported_from": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), True),
     "layers": (_ints, False),
     "pooling": (_strs, False),
     "model": (_dict, False),
@@ -104,7 +105,7 @@ def check_manifest(data: Any, path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path} is damaged: its field {dotted} {what}; run the distillation again")
     for name in data["files"]:
         bare_name(name, path)
-    for name in data.get("exports", []):  # in the run folder, or in its export/
+    for name in [*data.get("exports", []), *data.get("exported_from", {})]:  # in the run folder, or its export/
         head, sep, tail = name.partition("/")
         bare_name(tail if sep and head == EXPORT_DIR else name, path)
     for name in data.get("derived") or {}:

@@ -156,19 +156,43 @@ class RunDir:
 
         return self.update_manifest(files, change)
 
-    def record_exports(self, paths: Sequence[Path]) -> None:
+    def record_exports(self, paths: Sequence[Path], vector_set: str | None = None) -> None:
         """List ``paths`` made from this run's sets and written into its folder or its ``export/`` (``distill
         model``'s folders, ``distill export``'s outputs, ``distill evaluate``'s report) in the manifest: the next
-        run here removes them with the vectors they were made from, rather than leaving them stale. Paths
-        elsewhere are not the run's and are left out."""
+        run here removes them with the vectors they were made from, rather than leaving them stale, and so does a
+        set ``vector_set`` (the one they were made from) written again with other vectors
+        (:meth:`remove_exports_of`). Paths elsewhere are not the run's and are left out."""
         names = {name for name in map(self._export_entry, paths) if name is not None}
         if not names:
             return
 
         def change(data: dict[str, Any]) -> None:
             data["exports"] = sorted(names.union(data.get("exports", [])))
+            if vector_set is not None:
+                data["exported_from"] = {**data.get("exported_from", {}), **dict.fromkeys(sorted(names), vector_set)}
 
         self.update_manifest([], change)
+
+    def replacing_set(self, vector_set: str, kv: Any) -> None:
+        """Before set ``vector_set`` is written again as ``kv`` (``distill tune`` with other options keeps its
+        name): what was exported from it goes, unless its words and vectors are the same to the bit."""
+        if vector_set not in sets_of(self.manifest()):
+            return
+        old = self.load(vector_set)
+        if old.index_to_key != kv.index_to_key or not np.array_equal(old.vectors, kv.vectors):
+            self.remove_exports_of(vector_set)
+
+    def remove_exports_of(self, vector_set: str) -> None:
+        """Remove what was exported from ``vector_set`` into the run (:meth:`record_exports`), and its listing."""
+        with self.locked():
+            data = self.manifest()
+            made = sorted(name for name, source in data.get("exported_from", {}).items() if source == vector_set)
+            if not made:
+                return
+            _remove_made([self._export_member(name) for name in made])
+            data["exports"] = [name for name in data.get("exports", []) if name not in made]
+            data["exported_from"] = {k: v for k, v in data["exported_from"].items() if k not in made}
+            write_json(data, self.manifest_path)
 
     def _export_entry(self, path: Path) -> str | None:
         """``path`` as the manifest lists an export: its name in the run folder, or ``export/NAME``."""
@@ -258,14 +282,7 @@ class RunDir:
             for target in targets:
                 if target.is_file():
                     target.unlink()
-            for made in exports:  # made from the vectors just removed; a folder a user added files to stays
-                if made.is_dir() and is_replaceable(made):
-                    shutil.rmtree(made)
-                elif made.is_file():
-                    made.unlink()
-            export = self.path / EXPORT_DIR
-            if export.is_dir() and not export.is_symlink() and not any(export.iterdir()):
-                export.rmdir()
+            _remove_made(exports)  # made from the vectors just removed
         for stale in self._entries():
             if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()
@@ -355,6 +372,20 @@ class RunDir:
         if self.file(name, ".bin").name not in data["files"]:
             raise ConfigError(f"{self.path} has no set {name}; its sets: {', '.join(sets_of(data))}")
         return self.file(name, ".bin")
+
+
+def _remove_made(paths: Sequence[Path]) -> None:
+    """Remove files and folders made from a run's sets (a folder a user added files to stays), then the run's
+    ``export/`` where that left it empty."""
+    for made in paths:
+        if made.is_dir() and is_replaceable(made):
+            shutil.rmtree(made)
+        elif made.is_file():
+            made.unlink()
+    folders = {made.parent for made in paths if made.parent.name == EXPORT_DIR}
+    for export in folders:
+        if export.is_dir() and not export.is_symlink() and not any(export.iterdir()):
+            export.rmdir()
 
 
 def sets_of(manifest: dict[str, Any]) -> list[str]:

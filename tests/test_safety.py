@@ -441,6 +441,23 @@ def test_a_sentence_transformers_folder_runs_none_of_its_own_code(run_copy, tmp_
     assert not marker.exists()
 
 
+def test_a_set_tuned_again_into_other_vectors_takes_its_exports_with_it(run_copy):
+    """``SET.tuned`` keeps its name whatever the tuning's options: an export of the earlier tuning would describe
+    vectors that are gone. The same vectors again keep it; another set's export stays."""
+    best = RunDir(run_copy).resolve_set()
+    tune = ["tune", str(run_copy), "--set", best, "--epochs", "2", "--no-progress"]
+    assert _cli(*tune).returncode == 0
+    for name in (best, f"{best}.tuned"):
+        assert _cli("export", str(run_copy), "--set", name, "--format", "kv").returncode == 0
+    tuned_kv, untuned_kv = run_copy / "export" / f"{best}.tuned.kv", run_copy / "export" / f"{best}.kv"
+    assert _cli(*tune).returncode == 0  # the same options: the same vectors to the bit
+    assert tuned_kv.is_file() and untuned_kv.is_file()
+    assert _cli(*tune, "--blend", "0.25").returncode == 0
+    assert not tuned_kv.exists() and untuned_kv.is_file()
+    manifest = json.loads((run_copy / "manifest.json").read_text())
+    assert manifest["exports"] == [f"export/{best}.kv"] and manifest["exported_from"] == {f"export/{best}.kv": best}
+
+
 def test_a_run_is_not_written_into_an_export(run_copy, tiny_bert_dir, tmp_path):
     """A run's files (and its lock) in an export folder would leave it neither: distill export could no longer
     replace it."""

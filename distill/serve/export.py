@@ -141,5 +141,5 @@ def export_run(
                              card)  # fmt: skip
         written += [(path, size_on_disk(path)) for path in paths]
     made = [path for path, _ in written]  # into the run's folder, these go with its next run
-    run.record_exports(made + [side for side in map(kv_side_file, made) if side.is_file()])
+    run.record_exports(made + [side for side in map(kv_side_file, made) if side.is_file()], name)
     return written

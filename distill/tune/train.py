@@ -383,6 +383,7 @@ def tune_run(
     rows, words = table.blended(options.blend), table.words
     tuned_name = f"{table.name}.tuned"
     tuned = to_keyed_vectors(words, rows[: len(words)], table.counts)
+    run.replacing_set(tuned_name, tuned)  # tuned before with other options: its exports describe other vectors
     run.write_set(tuned_name, tuned)
     files = set_files(tuned_name)
     if table.pieces is not None and len(rows) > len(words) + 1:
