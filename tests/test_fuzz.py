@@ -51,7 +51,7 @@ JSON = st.recursive(
 #: Fields commands read, and some they do not.
 FIELDS = ["files", "best", "layers", "pooling", "model", "model.source", "model.n_layers", "model.revision",
           "vocabulary", "vocabulary.lowercase", "corpus", "corpus.files", "corpus.words", "config", "derived",
-          "distill_version", "analysis", "timings_seconds", "exports"]  # fmt: skip
+          "distill_version", "analysis", "timings_seconds", "exports", "exported_from"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
