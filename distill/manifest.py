@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 
 from distill.errors import ConfigError
 from distill.files import bare_name
-from distill.names import EXPORT_DIR
+from distill.names import split_export_entry
 
 
 def is_our_manifest(data: Any) -> TypeGuard[dict[str, Any]]:
@@ -106,8 +106,7 @@ def check_manifest(data: Any, path: Path) -> dict[str, Any]:
     for name in data["files"]:
         bare_name(name, path)
     for name in [*data.get("exports", []), *data.get("exported_from", {})]:  # in the run folder, or its export/
-        head, sep, tail = name.partition("/")
-        bare_name(tail if sep and head == EXPORT_DIR else name, path)
+        bare_name(split_export_entry(name)[1], path)
     for name in data.get("derived") or {}:
         bare_name(name, path)
     best = data.get("best")

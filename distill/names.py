@@ -50,6 +50,18 @@ _LAYER_SET = re.compile(r"^layer(\d+)\.(pc|mean)$")
 _TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
 
 
+def export_entry(name: str, in_export_dir: bool) -> str:
+    """How a run's manifest lists a file or folder exported into the run: ``NAME``, or ``export/NAME``."""
+    return f"{EXPORT_DIR}/{name}" if in_export_dir else name
+
+
+def split_export_entry(entry: str) -> tuple[str | None, str]:
+    """An :func:`export_entry` read back: the subfolder (``export``, or None for the run folder) and the name,
+    which the caller checks as a plain name."""
+    head, sep, tail = entry.partition("/")
+    return (EXPORT_DIR, tail) if sep and head == EXPORT_DIR else (None, entry)
+
+
 def alone_block(digest: str) -> str:
     """The work folder's file of one block of words read alone, named for what they were read from."""
     return f"{digest}.npy"

@@ -34,11 +34,13 @@ from distill.names import (
     LOCK_FILE,
     MANIFEST,
     VOCAB,
+    export_entry,
     is_pieces_file,
     is_temporary,
     layer_file,
     set_name,
     set_of_file,
+    split_export_entry,
 )
 
 
@@ -175,8 +177,10 @@ class RunDir:
 
     def replacing_set(self, vector_set: str, kv: Any) -> None:
         """Before set ``vector_set`` is written again as ``kv`` (``distill tune`` with other options keeps its
-        name): what was exported from it goes, unless its words and vectors are the same to the bit."""
-        if vector_set not in sets_of(self.manifest()):
+        name): what was exported from it goes, unless its words and vectors are the same to the bit (the old set
+        is read only when something was exported from it)."""
+        manifest = self.manifest()
+        if vector_set not in sets_of(manifest) or vector_set not in manifest.get("exported_from", {}).values():
             return
         old = self.load(vector_set)
         if old.index_to_key != kv.index_to_key or not np.array_equal(old.vectors, kv.vectors):
@@ -184,32 +188,29 @@ class RunDir:
 
     def remove_exports_of(self, vector_set: str) -> None:
         """Remove what was exported from ``vector_set`` into the run (:meth:`record_exports`), and its listing."""
-        with self.locked():
-            data = self.manifest()
-            made = sorted(name for name, source in data.get("exported_from", {}).items() if source == vector_set)
-            if not made:
-                return
-            _remove_made([self._export_member(name) for name in made])
+
+        def change(data: dict[str, Any]) -> None:
+            made = {name for name, source in data.get("exported_from", {}).items() if source == vector_set}
+            _remove_made([self._export_member(name) for name in sorted(made)])
             data["exports"] = [name for name in data.get("exports", []) if name not in made]
-            data["exported_from"] = {k: v for k, v in data["exported_from"].items() if k not in made}
-            write_json(data, self.manifest_path)
+            data["exported_from"] = {k: v for k, v in data.get("exported_from", {}).items() if k not in made}
+
+        self.update_manifest([], change)
 
     def _export_entry(self, path: Path) -> str | None:
         """``path`` as the manifest lists an export: its name in the run folder, or ``export/NAME``."""
         home, parent = self.path.resolve(), path.parent
         if parent.resolve() == home:
-            return path.name
+            return export_entry(path.name, in_export_dir=False)
         export = self.path / EXPORT_DIR
         if not export.is_symlink() and parent.resolve() == export.resolve():
-            return f"{EXPORT_DIR}/{path.name}"
+            return export_entry(path.name, in_export_dir=True)
         return None
 
     def _export_member(self, entry: str) -> Path:
         """The path of a manifest's export entry (:meth:`_export_entry`), checked as :func:`member` checks."""
-        head, sep, tail = entry.partition("/")
-        if sep and head == EXPORT_DIR:
-            return member(subfolder(self.path, EXPORT_DIR), tail, self.manifest_path)
-        return member(self.path, entry, self.manifest_path)
+        folder, name = split_export_entry(entry)
+        return member(self.path if folder is None else subfolder(self.path, folder), name, self.manifest_path)
 
     def update_manifest(
         self, files: Sequence[str], change: Callable[[dict[str, Any]], None] | None = None
