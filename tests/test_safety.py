@@ -226,6 +226,32 @@ def test_baselines_are_reused_only_for_the_same_words_and_corpus(tmp_path):
     assert not reusable_baselines(tmp_path / "b", config, words, [{"path": str(corpus), "sha256": "0" * 64}])
     assert not reusable_baselines(tmp_path / "b", BaselineConfig(**{**config.__dict__, "seed": 1}), words, files)
 
+    assert not reusable_baselines(tmp_path / "b", BaselineConfig(**{**config.__dict__, "epochs": 2}), words, files)
+
+
+def test_baselines_trained_again_on_other_words_leave_no_file_of_the_earlier_ones(tmp_path):
+    config = BaselineConfig(corpus=(str(TINY_CORPUS),), out=tmp_path / "b", methods=(Method.FASTTEXT, Method.WORD2VEC),
+                            min_count=1, dim=8, epochs=1, workers=1, progress=False)  # fmt: skip
+    train_baselines(config)
+    same = BaselineConfig(**{**config.__dict__, "methods": (Method.GLOVE,), "glove_epochs": 1})
+    train_baselines(same)  # same words and corpus: the earlier methods stay, listed
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.vec.txt")) == [
+        "fasttext.vec.txt", "glove.vec.txt", "word2vec.vec.txt"]  # fmt: skip
+    train_baselines(BaselineConfig(**{**same.__dict__, "min_count": 3}))  # other words
+    listed = json.loads((tmp_path / "b" / "baselines.json").read_text())["files"]
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.vec.txt")) == sorted(listed) == ["glove.vec.txt"]
+
+
+@pytest.mark.parametrize("holding", ["manifest.json", "export.json", "word2vec.vec.txt"])
+def test_baselines_refuse_a_run_an_export_or_a_file_they_did_not_write(tmp_path, holding):
+    out = tmp_path / "folder"
+    out.mkdir()
+    (out / holding).write_text("the user's")
+    done = _cli("baselines", "--corpus", str(TINY_CORPUS), "--out", str(out), "--methods", "word2vec", "--dims", "8",
+                "--no-progress")  # fmt: skip
+    _one_error(done)
+    assert [p.name for p in out.iterdir()] == [holding] and (out / holding).read_text() == "the user's"
+
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_saved_index_of_other_vectors_is_built_again(tmp_path, rng, kind):

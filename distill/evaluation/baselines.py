@@ -18,8 +18,8 @@ import numpy as np
 from distill.config import EncodingErrors
 from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines, read_word_list
 from distill.errors import ConfigError
-from distill.files import check_writable, write_json
-from distill.names import BASELINES, VOCAB
+from distill.files import LISTING, check_writable, write_json
+from distill.names import BASELINES, MANIFEST, VOCAB
 from distill.paths import slug
 from distill.rundir import listed_files
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
@@ -119,32 +119,89 @@ def _corpus_digests(files: Sequence[dict[str, Any]]) -> list[Any]:
     return [f.get("sha256") for f in files]
 
 
+def method_file(method: Method) -> str:
+    return f"{method.value}.vec.txt"
+
+
+def method_params(method: Method, config: BaselineConfig) -> dict[str, Any]:
+    """Every option that shapes ``method``'s vectors, as ``baselines.json`` records them."""
+    if method is Method.GLOVE:
+        from distill.evaluation.glove import GloveOptions
+
+        options = GloveOptions(dim=config.dim, window=config.glove_window, epochs=config.glove_epochs, seed=config.seed)
+        return asdict(options)
+    return {
+        "dim": config.dim,
+        "window": config.window,
+        "epochs": config.epochs,
+        "sg": 1,  # skip-gram, as the published FastText and word2vec vectors
+        "workers": config.workers,
+        "seed": config.seed,
+    }
+
+
 def reusable_baselines(
     out: Path, config: BaselineConfig, words: Sequence[str], corpus: Sequence[dict[str, Any]]
 ) -> bool:
     """Whether ``out`` holds every method of ``config`` trained on exactly ``words`` and a corpus of these
-    contents (``corpus``: files with their sha256), with this seed and vector size."""
+    contents (``corpus``: files with their sha256), with every option of ``config`` that shapes the vectors."""
     try:
         data = json.loads((out / BASELINES).read_text(encoding="utf-8"))
         records, built = data["files"], data["built_from"]
         return (
             built["words_sha256"] == words_digest(words)
             and built["corpus_sha256"] == _corpus_digests(corpus)
-            and all(records[f"{m.value}.vec.txt"]["params"]["seed"] == config.seed for m in config.methods)
-            and all(records[f"{m.value}.vec.txt"]["params"]["dim"] == config.dim for m in config.methods)
-            and all((out / f"{m.value}.vec.txt").is_file() for m in config.methods)
+            and all(records[method_file(m)]["params"] == method_params(m, config) for m in config.methods)
+            and all((out / method_file(m)).is_file() for m in config.methods)
         )
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
+def _check_folder(out: Path, methods: Sequence[Method]) -> None:
+    """Refuse, before anything is written, a folder that is not one of baselines: a run, an export, or files of the
+    methods' names that no ``baselines.json`` lists (a user's, which training would replace)."""
+    for name, what in ((MANIFEST, "a distill run folder"), (LISTING, "a distill export")):
+        if (out / name).exists():
+            raise ConfigError(f"{out} is {what} ({name}); baselines go in a folder of their own: choose another --out")
+    if (out / BASELINES).is_file():
+        return
+    for path in (out / method_file(m) for m in methods):
+        if path.exists() or path.is_symlink():
+            raise ConfigError(
+                f"{path} was not written by distill baselines (no {BASELINES} lists it); choose another --out"
+            )
+
+
+def _kept_records(out: Path, methods: Sequence[Method], built_from: dict[str, Any]) -> dict[str, Any]:
+    """The records of ``out``'s earlier baselines still true after this training (other methods, trained on the same
+    words and corpus). The files of the rest are removed: they would describe words or a corpus that
+    ``baselines.json`` no longer names. Only the methods' own names are touched, whatever a damaged or crafted
+    record lists."""
+    try:
+        old = json.loads((out / BASELINES).read_text(encoding="utf-8"))
+        records = dict(old["files"]) if old.get("built_from") == built_from else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        records = {}  # no record, or a damaged one: its methods are trained again when asked for
+    kept = {method_file(m): records[method_file(m)] for m in Method if m not in methods and method_file(m) in records}
+    for path in (out / method_file(m) for m in Method):
+        if path.name not in kept and (path.is_file() or path.is_symlink()):
+            path.unlink()
+    return kept
+
+
 def train_baselines(config: BaselineConfig) -> BaselineResult:
-    """Train each method on ``config.corpus``; write ``<method>.vec.txt`` and ``baselines.json`` to ``out``."""
+    """Train each method on ``config.corpus``; write ``<method>.vec.txt`` and ``baselines.json`` to ``out``.
+
+    ``baselines.json`` lists only finished files that match it: it is written before the training with the records
+    still true, and again after it."""
     from distill.evaluation.glove import GloveOptions, cooccurrence, train_glove
 
     if not config.corpus:
         raise ConfigError("give the corpus to train the baselines on: --corpus FILE")
-    out = check_writable(config.out or Path("outputs") / f"baselines-{slug(Path(config.corpus[0]).name)}")
+    out = Path(config.out or Path("outputs") / f"baselines-{slug(Path(config.corpus[0]).name)}")
+    _check_folder(out, config.methods)
+    check_writable(out)
     stats = CorpusStats()
     words, lowercase = training_words(config)
     index = {w: i for i, w in enumerate(words)}
@@ -158,44 +215,7 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
     kept = np.flatnonzero(seen)[order]
     kept_words = [words[i] for i in kept]
     result = BaselineResult(out=out, seconds={"read_corpus": time.perf_counter() - t0})
-    records: dict[str, Any] = {}
-    for method in config.methods:
-        t0 = time.perf_counter()
-        logger.info("training %s on %d sentences, %d words", method.value, len(sentences), len(kept_words))
-        if method is Method.GLOVE:
-            options = GloveOptions(
-                dim=config.dim, window=config.glove_window, epochs=config.glove_epochs, seed=config.seed
-            )
-            fit = train_glove(cooccurrence(sentences, len(words), options.window).tocoo(), options, config.progress)
-            matrix = fit.vectors[kept]
-            params: dict[str, Any] = asdict(options)
-        else:
-            tokens = [[words[i] for i in s] for s in sentences]
-            wv = _train_gensim(method, tokens, config)
-            matrix = np.vstack([wv[w] for w in kept_words])
-            params = {
-                "dim": config.dim,
-                "window": config.window,
-                "epochs": config.epochs,
-                "sg": 1,
-                "workers": config.workers,
-                "seed": config.seed,
-            }
-        seconds = time.perf_counter() - t0
-        name = f"{method.value}.vec.txt"
-        write_word2vec(to_keyed_vectors(kept_words, matrix.astype(np.float32), counts_arr[kept]), out / name)
-        result.files[method.value] = out / name
-        result.seconds[method.value] = seconds
-        records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
-        logger.info("%s: %.1f s", method.value, seconds)
     built_from = {"words_sha256": words_digest(words), "corpus_sha256": _corpus_digests(stats.files)}
-    previous = out / BASELINES
-    try:  # keep the records of methods trained earlier on the same corpus and words
-        old = json.loads(previous.read_text(encoding="utf-8")) if previous.is_file() else {}
-        if old.get("built_from") == built_from:
-            records = {**old["files"], **records}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass  # a damaged record of earlier methods: they are no longer listed, and table trains them again
     manifest = {
         "built_from": built_from,
         "corpus": [Path(str(f["path"])).name for f in stats.files],
@@ -208,8 +228,27 @@ def train_baselines(config: BaselineConfig) -> BaselineResult:
             "lowercase": lowercase,
             "not_in_corpus": int((~seen).sum()),
         },
-        "files": records,
     }
+    records = manifest["files"] = _kept_records(out, config.methods, built_from)
+    write_json(manifest, out / BASELINES)
+    for method in config.methods:
+        t0 = time.perf_counter()
+        logger.info("training %s on %d sentences, %d words", method.value, len(sentences), len(kept_words))
+        params = method_params(method, config)
+        if method is Method.GLOVE:
+            options = GloveOptions(**params)
+            fit = train_glove(cooccurrence(sentences, len(words), options.window).tocoo(), options, config.progress)
+            matrix = fit.vectors[kept]
+        else:
+            wv = _train_gensim(method, [[words[i] for i in s] for s in sentences], config)
+            matrix = np.vstack([wv[w] for w in kept_words])
+        seconds = time.perf_counter() - t0
+        name = method_file(method)
+        write_word2vec(to_keyed_vectors(kept_words, matrix.astype(np.float32), counts_arr[kept]), out / name)
+        result.files[method.value] = out / name
+        result.seconds[method.value] = seconds
+        records[name] = {"method": method.value, "train_seconds": round(seconds, 2), "params": params}
+        logger.info("%s: %.1f s", method.value, seconds)
     write_json(manifest, out / BASELINES)
     return result
 

@@ -105,7 +105,7 @@ def make_table(
         )
         words, _ = training_words(base_config)
         if config.reuse and reusable_baselines(base_out, base_config, words, manifest["corpus"]["files"]):
-            logger.info("reusing the baselines in %s (same words, corpus contents and seed)", base_out)
+            logger.info("reusing the baselines in %s (same words, corpus contents and options)", base_out)
         else:
             result = train_baselines(base_config)
             timings.update({f"baseline {k}": v for k, v in result.seconds.items() if k != "read_corpus"})
