@@ -13,6 +13,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 import zipfile
@@ -202,9 +203,22 @@ def output_folder(directory: str | Path) -> Iterator[Path]:
 
 
 def write_json(data: dict[str, Any], path: str | Path) -> Path:
+    """``data`` as standard JSON: a value that is not a finite number (a score of no pair, a loss before the first
+    step) is written ``null``, as JSON has no NaN or Infinity and strict readers (a browser's, serde) refuse them."""
+    text = json.dumps(_finite(data), indent=2, sort_keys=False, default=str, allow_nan=False)
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+        tmp.write_text(text + "\n", encoding="utf-8")
     return Path(path)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_text(text: str, path: str | Path) -> Path:

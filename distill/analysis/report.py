@@ -50,8 +50,13 @@ def markdown(analysis: dict[str, Any]) -> str:
     lines.append("| layer | " + " | ".join(f"{g} ({sizes[g]:,})" for g in groups) + " |")
     lines.append("|---:|" + "---:|" * len(groups))
     for layer, r in layers.items():
-        lines.append(f"| {layer} | " + " | ".join(f"{r['self_similarity_by_group'][g]:.3f}" for g in groups) + " |")
+        lines.append(f"| {layer} | " + " | ".join(_mean(r["self_similarity_by_group"][g]) for g in groups) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _mean(value: float | None) -> str:
+    """A group's mean, or a dash for a group without words (``null`` in ``analysis.json``)."""
+    return "–" if value is None or value != value else f"{value:.3f}"
 
 
 def read_analysis(run_dir: str | Path) -> dict[str, Any]:

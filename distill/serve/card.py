@@ -85,7 +85,10 @@ def run_word_scores(run_dir: Path, name: str) -> list[Score]:
                     f"{s['n_covered']:,} of {s['n_total']:,} pairs (the rest have a word not in the vocabulary)",
                 )
                 for s in row["scores"]
-                if s["benchmark"] in WORD_BENCHMARKS and s["oov"] == "standard" and s["score"] == s["score"]
+                if s["benchmark"] in WORD_BENCHMARKS
+                and s["oov"] == "standard"
+                and s["score"] is not None
+                and s["score"] == s["score"]
             ]
     return []
 

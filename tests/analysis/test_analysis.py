@@ -83,6 +83,10 @@ def test_intra_sentence_similarity_by_hand():
     assert intra.means() == pytest.approx({0: expected, 1: expected})
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
     result = distill.run(
         model=str(tiny_bert_dir),
@@ -94,8 +98,11 @@ def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
         analyze=True,
         progress=False,
     )
-    analysis = json.loads((tmp_path / "a" / "analysis.json").read_text())
+    analysis = json.loads((tmp_path / "a" / "analysis.json").read_text(), parse_constant=_not_json)
     assert list(analysis["layers"]) == ["0", "1", "2"]
+    assert analysis["group_sizes"]["rank 1000+"] == 0  # a group of no word has no mean: null, and a dash
+    assert all(r["self_similarity_by_group"]["rank 1000+"] is None for r in analysis["layers"].values())
+    assert all(row.endswith("| – |") for row in (tmp_path / "a" / "analysis.md").read_text().splitlines()[-3:])
     vocab = [line.split("\t") for line in (tmp_path / "a" / "vocab.tsv").read_text().splitlines()]
     assert analysis["words_measured"] == sum(min(int(c), 8) >= 5 for _, c in vocab)
     assert analysis["sentences_measured"] == result.manifest["encoding"]["windows"]

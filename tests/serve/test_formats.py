@@ -531,6 +531,19 @@ def test_a_card_names_the_teacher_by_its_hub_id_and_never_by_a_path():
     assert hub("/models/tiny") is None and hub("./tiny") is None and hub("a/b/c") is None
 
 
+def test_a_card_reads_the_scores_of_the_run_s_report_and_leaves_out_those_of_no_pair(tmp_path):
+    from distill.files import write_json
+    from distill.serve.card import run_word_scores
+
+    def score(benchmark: str, value: float) -> dict[str, object]:
+        return {"benchmark": benchmark, "oov": "standard", "score": value, "n_covered": 0, "n_total": 999}
+
+    rows = [{"meta": {"set": "layer1.pc"}, "scores": [score("simlex999", float("nan")), score("men", 0.5)]}]
+    write_json({"rows": rows}, tmp_path / "report.json")  # standard JSON: the score of no pair is null
+    assert "NaN" not in (tmp_path / "report.json").read_text()
+    assert [(s.dataset, s.value) for s in run_word_scores(tmp_path, "layer1.pc")] == [("men", 50.0)]
+
+
 @pytest.mark.integration
 def test_a_card_takes_the_teacher_s_licence_from_its_own_card():
     from distill.paths import models_dir
