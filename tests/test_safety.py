@@ -253,6 +253,20 @@ def test_baselines_refuse_a_run_an_export_or_a_file_they_did_not_write(tmp_path,
     assert [p.name for p in out.iterdir()] == [holding] and (out / holding).read_text() == "the user's"
 
 
+def test_baselines_never_read_or_write_through_a_linked_record(tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"files": {}, "built_from": {}}')
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "baselines.json").symlink_to(outside)
+    done = _cli("baselines", "--corpus", str(TINY_CORPUS), "--out", str(out), "--methods", "word2vec", "--dims", "8",
+                "--no-progress")  # fmt: skip
+    _one_error(done, "symbolic link")
+    assert outside.read_text() == '{"files": {}, "built_from": {}}' and [p.name for p in out.iterdir()] == [
+        "baselines.json"
+    ]
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_saved_index_of_other_vectors_is_built_again(tmp_path, rng, kind):
     words = [f"w{i}" for i in range(50)]

@@ -18,7 +18,7 @@ import numpy as np
 from distill.config import EncodingErrors
 from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines, read_word_list
 from distill.errors import ConfigError
-from distill.files import LISTING, check_writable, write_json
+from distill.files import LISTING, check_writable, member, write_json
 from distill.names import BASELINES, MANIFEST, VOCAB
 from distill.paths import slug
 from distill.rundir import listed_files
@@ -146,7 +146,7 @@ def reusable_baselines(
     """Whether ``out`` holds every method of ``config`` trained on exactly ``words`` and a corpus of these
     contents (``corpus``: files with their sha256), with every option of ``config`` that shapes the vectors."""
     try:
-        data = json.loads((out / BASELINES).read_text(encoding="utf-8"))
+        data = json.loads(member(out, BASELINES).read_text(encoding="utf-8"))
         records, built = data["files"], data["built_from"]
         return (
             built["words_sha256"] == words_digest(words)
@@ -154,7 +154,7 @@ def reusable_baselines(
             and all(records[method_file(m)]["params"] == method_params(m, config) for m in config.methods)
             and all((out / method_file(m)).is_file() for m in config.methods)
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, ConfigError):
         return False
 
 
@@ -162,9 +162,9 @@ def _check_folder(out: Path, methods: Sequence[Method]) -> None:
     """Refuse, before anything is written, a folder that is not one of baselines: a run, an export, or files of the
     methods' names that no ``baselines.json`` lists (a user's, which training would replace)."""
     for name, what in ((MANIFEST, "a distill run folder"), (LISTING, "a distill export")):
-        if (out / name).exists():
+        if (out / name).exists() or (out / name).is_symlink():
             raise ConfigError(f"{out} is {what} ({name}); baselines go in a folder of their own: choose another --out")
-    if (out / BASELINES).is_file():
+    if member(out, BASELINES).is_file():  # never read through a link
         return
     for path in (out / method_file(m) for m in methods):
         if path.exists() or path.is_symlink():
