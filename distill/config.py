@@ -304,7 +304,7 @@ class RunConfig:
     )
     corpus: tuple[str, ...] = option(
         (),
-        "Text file(s), one sentence or paragraph per line; .gz is read; a folder gives its .txt/.gz files; "
+        "Text file(s), one sentence or paragraph per line; .gz, .bz2 and .xz are read; a folder gives its text files; "
         "- reads stdin. Streamed, never loaded whole. Repeat for several. Default: the paper's STS sentences.",
         INPUT,
     )

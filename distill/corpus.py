@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
 import io
 import logging
+import lzma
 import os
 import re
 import sys
@@ -16,6 +18,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import regex
@@ -107,16 +110,54 @@ def streamed(path: str) -> bool:
     return path == "-" or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path))
 
 
+#: Compressed corpus files, read as they stream, by their last suffix.
+OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+#: Files a corpus folder contributes: plain text and compressed text, found recursively.
+CORPUS_SUFFIXES = (".txt", *OPENERS)
+#: The first bytes of compressed data, its kind and suffix: what a file that is not UTF-8 at its first byte may be.
+_MAGIC = {
+    b"\x1f\x8b": ("gzip", ".gz"),
+    b"BZh": ("bzip2", ".bz2"),
+    b"\xfd7zXZ\x00": ("xz", ".xz"),
+    b"\x28\xb5\x2f\xfd": ("zstd", ".zst"),
+    b"PK\x03\x04": ("zip", ".zip"),
+}
+
+
 def _open_text(path: str) -> io.BufferedIOBase:
     if path == "-":
         return sys.stdin.buffer  # type: ignore[return-value]
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
+    opener = OPENERS.get(os.path.splitext(path)[1])
+    return opener(path, "rb") if opener is not None else open(path, "rb")  # type: ignore[no-any-return]
 
 
-#: Files a corpus folder contributes: plain text and gzipped text, found recursively.
-CORPUS_SUFFIXES = (".txt", ".gz")
+def _decode(raw: bytes, head: bytes, errors: EncodingErrors, stats: CorpusStats, name: str, line_no: int) -> str:
+    """Line ``line_no`` of input ``name`` as text; ConfigError for bytes that are not UTF-8 (named for what they
+    are when the input's first bytes, ``head``, are compressed data), unless ``errors`` replaces them."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if compressed := _not_text(name, head):
+            raise ConfigError(compressed) from err
+        if errors is EncodingErrors.STRICT:
+            raise ConfigError(
+                f"{name}, line {line_no}: bytes that are not UTF-8 ({err.reason} at byte {err.start}); convert the "
+                "file to UTF-8 or pass --encoding-errors replace"
+            ) from err
+        stats.replaced_lines += 1
+        return raw.decode("utf-8", errors="replace")
+
+
+def _not_text(name: str, head: bytes) -> str | None:
+    """What to do with an input whose first bytes (``head``) are compressed data, if they are."""
+    kind, suffix = next((found for magic, found in _MAGIC.items() if head.startswith(magic)), (None, ""))
+    if kind is None:
+        return None
+    if suffix not in OPENERS:
+        return f"{name} is {kind}-compressed data, which distill does not read: decompress it and give the text"
+    if name == "<stdin>":
+        return f"{name} is {kind}-compressed data: decompress it into the pipe, or give the file itself"
+    return f"{name} is {kind}-compressed data: give it a name ending in {suffix} to have it read as it streams"
 
 
 #: ``outputs_of(folder)``: the names of files in ``folder`` that some program wrote and that are no corpus
@@ -128,8 +169,8 @@ _LINKS_TOLD: set[tuple[str, int]] = set()  # (folder, links) a warning was given
 
 
 def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> tuple[list[str], list[Path]]:
-    """The ``.txt``/``.gz`` files under ``root`` that are neither hidden (nor in a hidden folder, such as a
-    run's work folder), nor named by ``outputs_of`` their folder, nor links to files outside ``root`` (a folder
+    """The text files (:data:`CORPUS_SUFFIXES`) under ``root`` that are neither hidden (nor in a hidden folder, such
+    as a run's work folder), nor named by ``outputs_of`` their folder, nor links to files outside ``root`` (a folder
     handed over is read within itself: a link in it must not carry another file's words into the vectors);
     then those links."""
     ours: dict[Path, Collection[str]] = {}
@@ -151,7 +192,7 @@ def _corpus_files(root: Path, outputs_of: OutputsOf | None) -> tuple[list[str], 
 
 
 def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> list[str]:
-    """Files of the corpus: each folder is replaced by its ``*.txt``/``*.gz`` files, recursively, sorted;
+    """Files of the corpus: each folder is replaced by its text files (:data:`CORPUS_SUFFIXES`), recursively, sorted;
     hidden files, those ``outputs_of`` names and links to files outside the folder are left out (the links
     with a warning, once). A file reached twice (a folder and a file in it, or two names of one file) is a
     ConfigError: its words would be counted twice."""
@@ -168,7 +209,8 @@ def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> 
             )
             if not found:
                 raise ConfigError(
-                    f"corpus folder {path} holds no .txt or .gz file" + (f" of its own: {links}" if links else "")
+                    f"corpus folder {path} holds no {', '.join(CORPUS_SUFFIXES)} file"
+                    + (f" of its own: {links}" if links else "")
                 )
             if links and (path, len(outside)) not in _LINKS_TOLD:
                 _LINKS_TOLD.add((path, len(outside)))
@@ -194,7 +236,7 @@ def iter_lines(
     outputs_of: OutputsOf | None = None,
     given: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
-    """Yield every line of every file (folders: their .txt/.gz files), stripped, empty lines skipped; ``-``: stdin.
+    """Yield every line of every file (folders: their text files), stripped, empty lines skipped; ``-``: stdin.
     With ``sentences``, each line's sentences instead (:func:`split_sentences`), counted as lines. Folders are
     read as :func:`expand_corpus` says, leaving out the files ``outputs_of`` names. ``given``: the input each
     copy among ``paths`` was made from (stdin, a FIFO), which messages and ``stats`` name instead.
@@ -208,22 +250,13 @@ def iter_lines(
     for path in expand_corpus(paths, outputs_of):
         handle, name = _open_text(path), input_name(given.get(path, path))
         digest = hashlib.sha256()
-        n_lines = 0
+        n_lines, head = 0, None
         try:
             for raw, ends in _pieces(handle):
                 digest.update(raw)
+                head = raw if head is None else head  # the file's first bytes: compressed data's magic
                 n_lines += ends
-                line_no = n_lines + (not ends)
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    if errors is EncodingErrors.STRICT:
-                        raise ConfigError(
-                            f"{name}, line {line_no}: bytes that are not UTF-8 ({err.reason} at byte "
-                            f"{err.start}); convert the file to UTF-8 or pass --encoding-errors replace"
-                        ) from err
-                    text = raw.decode("utf-8", errors="replace")
-                    stats.replaced_lines += 1
+                text = _decode(raw, head, errors, stats, name, n_lines + (not ends))
                 text = normalize_text(text).strip()
                 if not text:
                     stats.empty_lines += 1
@@ -232,7 +265,7 @@ def iter_lines(
                 stats.lines += len(parts)
                 total += len(parts)
                 yield from parts
-        except (OSError, EOFError, zlib.error) as err:
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
             raise ConfigError(
                 f"cannot read corpus file {name}: {err or type(err).__name__}; is it damaged or truncated?"
             ) from err

@@ -120,7 +120,7 @@ def corpus_slug(corpus: tuple[str, ...] | list[str]) -> str:
     first = corpus[0] if corpus else str(default_corpus())
     if first == "-":
         return "stdin"
-    return re.sub(r"^sts_.*sentences$", "sts", slug(re.sub(r"(\.txt)?(\.gz)?$", "", Path(first).name)))
+    return re.sub(r"^sts_.*sentences$", "sts", slug(re.sub(r"(\.txt)?(\.gz|\.bz2|\.xz)?$", "", Path(first).name)))
 
 
 def default_out(model: str, corpus: tuple[str, ...]) -> Path:

@@ -1,4 +1,8 @@
+import bz2
 import gzip
+import io
+import lzma
+import zipfile
 from collections import Counter
 
 import pytest
@@ -21,6 +25,45 @@ def test_lines_from_plain_and_gzip_files_skip_blank_lines(tmp_path):
     assert (stats.lines, stats.empty_lines) == (3, 1)
     assert [f["lines"] for f in stats.files] == [3, 1]
     assert len(stats.files[0]["sha256"]) == 64
+
+
+@pytest.mark.parametrize("suffix, compress", [(".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_bzip2_and_xz_files_and_folders_are_read_as_they_stream(tmp_path, suffix, compress):
+    text = b"the king spoke\n\nthe queen listened\n"
+    (tmp_path / "corpus").mkdir()
+    packed = tmp_path / "corpus" / f"part.txt{suffix}"
+    packed.write_bytes(compress(text))
+    (tmp_path / "plain.txt").write_bytes(text)
+    stats, plain = CorpusStats(), CorpusStats()
+    assert list(iter_lines([str(tmp_path / "corpus")], stats=stats)) == ["the king spoke", "the queen listened"]
+    assert list(iter_lines([str(tmp_path / "plain.txt")], stats=plain)) == ["the king spoke", "the queen listened"]
+    assert stats.files[0]["sha256"] == plain.files[0]["sha256"]  # the text's digest, whatever holds it
+    packed.write_bytes(compress(text)[:-12])  # truncated
+    with pytest.raises(ConfigError, match="damaged or truncated"):
+        list(iter_lines([str(packed)]))
+
+
+def _zipped(name: str, text: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name, data, says",
+    [
+        ("c.txt", lzma.compress(b"words\n"), "xz-compressed data: give it a name ending in .xz"),
+        ("c.txt", gzip.compress(b"words\n"), "gzip-compressed data: give it a name ending in .gz"),
+        ("c.zst", b"\x28\xb5\x2f\xfd" + bytes(20), "zstd-compressed data, which distill does not read"),
+        ("c.zip", _zipped("c.txt", "words\n" * 500), "zip-compressed data, which distill does not read"),
+    ],
+)
+def test_compressed_data_under_another_name_is_named_for_what_it_is(tmp_path, name, data, says):
+    (tmp_path / name).write_bytes(data)
+    for errors in EncodingErrors:  # not read as text with replaced bytes either
+        with pytest.raises(ConfigError, match=says):
+            list(iter_lines([str(tmp_path / name)], errors))
 
 
 def test_split_sentences_reads_each_sentence_of_a_line_as_a_line(tmp_path):
