@@ -25,6 +25,7 @@ import regex
 
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
+from distill.files import compressed_kind
 from distill.iterate import batched
 from distill.parallel import Mapper
 
@@ -114,14 +115,6 @@ def streamed(path: str) -> bool:
 OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 #: Files a corpus folder contributes: plain text and compressed text, found recursively.
 CORPUS_SUFFIXES = (".txt", *OPENERS)
-#: The first bytes of compressed data, its kind and suffix: what a file that is not UTF-8 at its first byte may be.
-_MAGIC = {
-    b"\x1f\x8b": ("gzip", ".gz"),
-    b"BZh": ("bzip2", ".bz2"),
-    b"\xfd7zXZ\x00": ("xz", ".xz"),
-    b"\x28\xb5\x2f\xfd": ("zstd", ".zst"),
-    b"PK\x03\x04": ("zip", ".zip"),
-}
 
 
 def _open_text(path: str) -> io.BufferedIOBase:
@@ -150,14 +143,15 @@ def _decode(raw: bytes, head: bytes, errors: EncodingErrors, stats: CorpusStats,
 
 def _not_text(name: str, head: bytes) -> str | None:
     """What to do with an input whose first bytes (``head``) are compressed data, if they are."""
-    kind, suffix = next((found for magic, found in _MAGIC.items() if head.startswith(magic)), (None, ""))
-    if kind is None:
+    found = compressed_kind(head)
+    if found is None:
         return None
+    kind, suffix = found
     if suffix not in OPENERS:
         return f"{name} is {kind}-compressed data, which distill does not read: decompress it and give the text"
     if name == "<stdin>":
         return f"{name} is {kind}-compressed data: decompress it into the pipe, or give the file itself"
-    return f"{name} is {kind}-compressed data: give it a name ending in {suffix} to have it read as it streams"
+    return f"{name} is {kind}-compressed data: give it a name that ends in {suffix} to have it read as it streams"
 
 
 #: ``outputs_of(folder)``: the names of files in ``folder`` that some program wrote and that are no corpus

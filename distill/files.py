@@ -202,6 +202,22 @@ def output_folder(directory: str | Path) -> Iterator[Path]:
         raise
 
 
+#: The first bytes of compressed data: its kind and usual suffix.
+_MAGIC = {
+    b"\x1f\x8b": ("gzip", ".gz"),
+    b"BZh": ("bzip2", ".bz2"),
+    b"\xfd7zXZ\x00": ("xz", ".xz"),
+    b"\x28\xb5\x2f\xfd": ("zstd", ".zst"),
+    b"PK\x03\x04": ("zip", ".zip"),
+}
+
+
+def compressed_kind(head: bytes) -> tuple[str, str] | None:
+    """The kind and usual suffix of compressed data that starts with ``head``, if it is compressed data: what a
+    file that is not UTF-8 may be instead."""
+    return next((found for magic, found in _MAGIC.items() if head.startswith(magic)), None)
+
+
 def write_json(data: dict[str, Any], path: str | Path) -> Path:
     """``data`` as standard JSON: a value that is not a finite number (a score of no pair, a loss before the first
     step) is written ``null``, as JSON has no NaN or Infinity and strict readers (a browser's, serde) refuse them."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -353,6 +354,10 @@ def test_evaluate_a_damaged_or_truncated_gzip(tmp_path):
     _one_error(_cli("evaluate", str(tmp_path / "cut.txt.gz"), "--benchmarks", "men"), "damaged or truncated")
     (tmp_path / "junk.txt.gz").write_bytes(b"\x1f\x8b\x08\x00" + os.urandom(300))
     _one_error(_cli("evaluate", str(tmp_path / "junk.txt.gz"), "--benchmarks", "men"), "damaged or truncated")
+    (tmp_path / "packed.txt").write_bytes(whole)  # compressed data under a plain name, then in another format
+    _one_error(_cli("evaluate", str(tmp_path / "packed.txt"), "--benchmarks", "men"), "gzip-compressed", "ends in .gz")
+    (tmp_path / "packed.txt.xz").write_bytes(lzma.compress(b"2000 2\n" + text))
+    _one_error(_cli("evaluate", str(tmp_path / "packed.txt.xz"), "--benchmarks", "men"), "xz-compressed", "decompress")
 
 
 def test_evaluate_names_a_missing_file_and_one_that_is_not_a_regular_file(tmp_path):

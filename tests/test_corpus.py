@@ -53,8 +53,8 @@ def _zipped(name: str, text: str) -> bytes:
 @pytest.mark.parametrize(
     "name, data, says",
     [
-        ("c.txt", lzma.compress(b"words\n"), "xz-compressed data: give it a name ending in .xz"),
-        ("c.txt", gzip.compress(b"words\n"), "gzip-compressed data: give it a name ending in .gz"),
+        ("c.txt", lzma.compress(b"words\n"), "xz-compressed data: give it a name that ends in .xz"),
+        ("c.txt", gzip.compress(b"words\n"), "gzip-compressed data: give it a name that ends in .gz"),
         ("c.zst", b"\x28\xb5\x2f\xfd" + bytes(20), "zstd-compressed data, which distill does not read"),
         ("c.zip", _zipped("c.txt", "words\n" * 500), "zip-compressed data, which distill does not read"),
     ],

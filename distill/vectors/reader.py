@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from distill.errors import ConfigError
+from distill.files import compressed_kind
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
@@ -27,21 +28,29 @@ _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    line_no = 0
+    line_no, head = 0, b""
     try:
         with opener(path, "rb") as handle:  # type: ignore[operator]
             for line_no, raw in enumerate(handle, start=1):
+                head = raw if line_no == 1 else head
                 try:
                     yield line_no, raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a BOM is no part of a word
                 except UnicodeDecodeError as err:
-                    raise ConfigError(
-                        f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"
-                    ) from err
+                    raise ConfigError(_not_text(path, line_no, head)) from err
     except _READ_ERRORS as err:
         raise ConfigError(
             f"{path}, after line {line_no}: cannot read on ({err or type(err).__name__}); the file is damaged or "
             "truncated"
         ) from err
+
+
+def _not_text(path: Path, line_no: int, head: bytes) -> str:
+    found = compressed_kind(head)
+    if found is None:
+        return f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"
+    if found[0] == "gzip":
+        return f"{path} is gzip-compressed data: give it a name that ends in .gz to have it read"
+    return f"{path} is {found[0]}-compressed data, which distill does not read as vectors: decompress it (or gzip it)"
 
 
 def _header(first: str) -> tuple[int, int] | None:
