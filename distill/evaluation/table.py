@@ -128,6 +128,15 @@ def make_table(
     return rows, files, timings
 
 
+def _baseline_times(path: Path) -> str:
+    """``fasttext 12 s; ...`` from the baselines' record, or nothing when there is none or it says no such thing."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))["files"].values()
+        return "; ".join(f"{r['method']} {float(r['train_seconds']):.0f} s" for r in records)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ""
+
+
 def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[str]:
     m = RunDir(run_dir).manifest()
     corpus = ", ".join(Path(f["path"]).name for f in m["corpus"]["files"])
@@ -138,10 +147,7 @@ def _notes(run_dir: Path, n_vocab: int, timings: dict[str, float]) -> Sequence[s
         "words outside it count as missing, for the baselines too",
         f"occurrences per word: at most {m['config']['max_occurrences']}, seed {m['config']['seed']}",
     ]
-    base = run_dir / BASELINES_DIR / BASELINES
-    if base.is_file():
-        b = json.loads(base.read_text(encoding="utf-8"))
-        trained = "; ".join(f"{r['method']} {r['train_seconds']:.0f} s" for r in b["files"].values())
+    if trained := _baseline_times(run_dir / BASELINES_DIR / BASELINES):
         notes.append(f"same-corpus baselines trained on the same words and tokenisation ({trained})")
     notes += [f"{k}: {v:.0f} s" for k, v in timings.items() if not k.startswith("baseline")]
     return notes

@@ -198,3 +198,14 @@ def test_a_finished_run_is_reused_only_while_its_model_files_are_unchanged_by_co
     del manifest["model"]["files"]  # a run recorded before the model's digests were
     (out / MANIFEST).write_text(json.dumps(manifest))
     assert not _reusable_run(config, out)
+
+
+def test_the_table_s_notes_read_the_baselines_times_and_survive_a_damaged_record(tmp_path):
+    from distill.evaluation.table import _baseline_times
+
+    path = tmp_path / "baselines.json"
+    path.write_text(json.dumps({"files": {"glove.vec.txt": {"method": "glove", "train_seconds": 12.4}}}))
+    assert _baseline_times(path) == "glove 12 s"
+    for damaged in ('{"files": {"glove.vec.txt": {"method": "glove"}}}', '{"files": []}', "[]", "{"):
+        path.write_text(damaged)
+        assert _baseline_times(path) == ""
