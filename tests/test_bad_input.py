@@ -347,6 +347,20 @@ def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     assert not_a_folder.read_text() == "x" and not any((tmp_path / "empty").iterdir())
 
 
+@pytest.mark.parametrize(
+    "formats, repo, says",
+    [
+        ("model2vec", "not a name!", "is not a hub repository id"),
+        ("word2vec", "me/vectors", "--format gives neither"),
+        ("model2vec,sentence-transformers", "me/vectors", "--format gives model2vec and sentence-transformers"),
+    ],
+)
+def test_a_push_that_cannot_work_is_refused_before_the_export(finished_run, tmp_path, formats, repo, says):
+    out = tmp_path / "export"
+    _one_error(_cli("export", str(finished_run), "--format", formats, "--push-to-hub", repo, "--out", str(out)), says)
+    assert not out.exists()
+
+
 def test_evaluate_a_damaged_or_truncated_gzip(tmp_path):
     text = "".join(f"w{i} {i}.0 1.0\n" for i in range(2000)).encode()
     whole = gzip.compress(b"2000 2\n" + text)

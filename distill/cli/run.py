@@ -153,8 +153,13 @@ def export(
 
     with user_errors():
         layer = layer if old_layer is None else old_layer
+        formats = parse_formats(format)
+        if push_to_hub:
+            from distill.serve.hub import check_push
+
+            check_push(push_to_hub, formats)
         written = export_run(run_dir, vector_set=vector_set, layer=layer, pooling=pooling and pooling.value,
-                             formats=parse_formats(format), out=out,
+                             formats=formats, out=out,
                              dtype=dtype, scale=int8_scale, dims=dims, top_words=top_words,
                              weighting=weighting.value)  # fmt: skip
     for path, size in written:
