@@ -18,6 +18,7 @@ from distill.evaluation.datasets import (
     REGISTRY,
     AnalogyDataset,
     CategorizationDataset,
+    Kind,
     RelationalDataset,
     SimilarityDataset,
     load_benchmark,
@@ -246,17 +247,25 @@ def markdown(
         'questions answered right ("of all"), a question with a missing word counting as wrong.',
         "",
     ]
-    totals = {(b, s): next((x.n_total for r in rows if (x := r.get(b, s)) and x.n_total), 0) for b, s, _ in columns}
+    totals = {  # a benchmark's size, from whichever OOV policy scored it
+        (b, s): next((x.n_total for r in rows for o in options.oov if (x := r.get(b, s, o.value)) and x.n_total), 0)
+        for b, s, _ in columns
+    }
     for oov in options.oov:
         for method in options.analogy_methods if oov is Oov.STANDARD else options.analogy_methods[:1]:
-            cols = (
-                columns if method is options.analogy_methods[0] else [c for c in columns if c[0] in ("google", "msr")]
-            )
+            analogies = [c for c in columns if REGISTRY[c[0]].kind is Kind.ANALOGY]
+            cols = [] if oov.fallback else analogies  # pieces and alone score no analogies
+            if method is options.analogy_methods[0]:
+                cols = [c for c in columns if c not in analogies or not oov.fallback]
             if not cols:
                 continue
             lines.append(f"## OOV policy `{oov.value}`, analogies by {method.value}")
             lines.append("")
-            lines.append("| vectors | " + " | ".join(f"{t} /{totals[(b, s)]}" for b, s, t in cols) + " |")
+            lines.append(
+                "| vectors | "
+                + " | ".join(f"{t} /{totals[(b, s)]}" if totals[(b, s)] else t for b, s, t in cols)
+                + " |"
+            )
             lines.append("|---|" + "---:|" * len(cols))
             for row in rows:
                 cells = [_cell(row.get(b, s, oov.value, method.value)) for b, s, _ in cols]

@@ -323,3 +323,14 @@ def test_a_benchmark_no_set_covers_is_said_once_with_the_number_of_sets(caplog, 
         rows = report.evaluate_rows(sets, report.EvalOptions(benchmarks=("toy",), oov=(Oov.STANDARD,)), progress=False)
     lines = [r.getMessage() for r in caplog.records if "toy" in r.getMessage()]
     assert len(rows) == 3 and len(lines) == 1 and "of 3 of 3 sets of vectors (set0 ...)" in lines[0]
+
+
+def test_a_report_of_words_read_alone_heads_each_benchmark_with_its_size_and_leaves_out_the_analogies():
+    from distill.evaluation.metrics import Score
+    from distill.evaluation.report import EvalOptions, Row, markdown
+
+    scores = [Score("ws353", "spearman", 0.7, 353, 353, "alone"), Score("google", "none", math.nan, 0, 0, "alone")]
+    options = EvalOptions(benchmarks=("ws353", "google"), oov=(Oov.ALONE,))
+    text = markdown([Row("set", "set.txt", {}, scores=scores)], options)
+    assert "| vectors | WS353 /353 |\n" in text and "| set | 0.700 (353) |\n" in text
+    assert "Google" not in text.split("## OOV policy `alone`")[1]
