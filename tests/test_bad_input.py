@@ -327,6 +327,13 @@ def test_a_vector_file_is_not_given_what_only_a_run_folder_has(finished_run, opt
     assert _cli("neighbors", str(vectors), "king").returncode == 0
 
 
+def test_evaluate_refuses_a_set_asked_of_vector_files_alone(finished_run, tmp_path):
+    vectors = str(finished_run / "layer1.pc.txt")
+    args = ("--benchmarks", "ws353", "--no-progress", "--out", str(tmp_path / "report"))
+    _one_error(_cli("evaluate", vectors, "--set", "layer1.pc", *args), "--set layer1.pc picks a set of a run folder")
+    assert _cli("evaluate", vectors, str(finished_run), "--set", "layer1.pc", *args).returncode == 0
+
+
 def test_export_onto_a_file_or_a_link(finished_run, tmp_path):
     target = tmp_path / "layer1.pc.npy"
     target.write_text("a file of the user's")
