@@ -690,6 +690,8 @@ def check_config(config: RunConfig) -> None:
     _check_paths(config)
     if config.language_words and not config.best:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
+    if config.alone_weight and not config.best:
+        raise ConfigError("--alone-weight adds each word's reading alone to the recommended set: add --best")
     if config.tune_blend is not None and not (config.best and config.teacher):
         raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")
     if config.teacher_bags and not config.teacher:

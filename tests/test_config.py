@@ -47,6 +47,8 @@ def test_poolings():
         ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
         ({"teacher_bags": 10}, "--teacher-bags adds to the teacher's embeddings: add --teacher"),
         ({"teacher_bags": -1, "teacher": True}, "--teacher-bags must be 0 \\(off\\) or more"),
+        ({"alone_weight": 0.5}, "--alone-weight adds each word's reading alone to the recommended set: add --best"),
+        ({"language_words": 100}, "--language-words adds words to the recommended set: add --best"),
     ],
 )
 def test_bad_options_fail_before_any_model_loads(options, message):
