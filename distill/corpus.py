@@ -203,7 +203,7 @@ def expand_corpus(paths: Sequence[str], outputs_of: OutputsOf | None = None) -> 
             )
             if not found:
                 raise ConfigError(
-                    f"corpus folder {path} holds no {', '.join(CORPUS_SUFFIXES)} file"
+                    f"corpus folder {path} holds no text file ({', '.join(CORPUS_SUFFIXES)})"
                     + (f" of its own: {links}" if links else "")
                 )
             if links and (path, len(outside)) not in _LINKS_TOLD:
