@@ -355,7 +355,9 @@ class RunConfig:
         SAMPLING,
     )
     shuffle_buffer: int = option(100_000, "greedy: lines held by the streaming shuffle.", SAMPLING)
-    batch_size: int = option(64, "Sentences per forward pass (length-sorted), without --batch-tokens.", MODEL)
+    batch_size: int = option(
+        64, "Sentences per forward pass (length-sorted); given, batches are of sentences on a GPU too.", MODEL
+    )
     batch_tokens: int | None = option(
         None,
         "Padded tokens per forward pass: length-bucketed batches of up to this many tokens instead of "
@@ -524,6 +526,8 @@ class RunConfig:
         object.__setattr__(self, "formats", parse_formats(self.formats))
         object.__setattr__(self, "layers", Layers.parse(self.layers))
         object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
+        if self.batch_tokens is None and _given(self, "batch_size"):  # sentences a batch, on a GPU too
+            object.__setattr__(self, "batch_tokens", 0)
         check_config(self)
 
     def to_json(self) -> dict[str, Any]:
@@ -640,6 +644,22 @@ def _check_numbers(config: RunConfig) -> None:
         raise ConfigError(f"--stride {config.stride} must be under half of --max-length {config.max_length}")
 
 
+def _given(config: RunConfig, name: str) -> bool:
+    """Whether option ``name`` differs from its default."""
+    return bool(getattr(config, name) != next(f.default for f in dataclasses.fields(RunConfig) if f.name == name))
+
+
+def _check_unused(config: RunConfig) -> None:
+    """Options that another choice leaves without effect: refused, not silently ignored."""
+    if config.batch_tokens and _given(config, "batch_size"):
+        raise ConfigError("--batch-size and --batch-tokens both size the batches: give one")
+    if _given(config, "shuffle_buffer") and config.sampling is not Sampling.GREEDY:
+        raise ConfigError("--shuffle-buffer sizes the shuffle of --sampling greedy: add it, or leave the buffer out")
+    if config.workers is not None and config.engine is not Engine.RAY:
+        raise ConfigError("--workers sets the encoder actors of --engine ray: add it (the local engine's worker "
+                          "processes: --tokenize-workers)")  # fmt: skip
+
+
 def _check_ranges(config: RunConfig) -> None:
     if config.seed < 0:
         raise ConfigError(f"--seed must be 0 or more, got {config.seed}")
@@ -692,6 +712,7 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
     if config.alone_weight and not config.best:
         raise ConfigError("--alone-weight adds each word's reading alone to the recommended set: add --best")
+    _check_unused(config)
     if config.tune_blend is not None and not (config.best and config.teacher):
         raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")
     if config.teacher_bags and not config.teacher:

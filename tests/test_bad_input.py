@@ -453,6 +453,12 @@ def test_a_model_folder_that_is_not_there_is_named_as_a_folder(tmp_path, model):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_gguf_file_the_model_folder_lacks_is_named(tiny_bert_dir, tmp_path):
+    done = _cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--gguf-file", "model.gguf")
+    _one_error(done, "--gguf-file model.gguf is not a file of the model folder")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_vocabulary_file_that_is_a_folder_is_named_as_one(tiny_bert_dir, tmp_path):
     _one_error(_cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--vocab-file", str(tmp_path)),
                f"vocabulary file {tmp_path} is not a regular file")  # fmt: skip

@@ -1,4 +1,5 @@
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -49,11 +50,23 @@ def test_poolings():
         ({"teacher_bags": -1, "teacher": True}, "--teacher-bags must be 0 \\(off\\) or more"),
         ({"alone_weight": 0.5}, "--alone-weight adds each word's reading alone to the recommended set: add --best"),
         ({"language_words": 100}, "--language-words adds words to the recommended set: add --best"),
+        ({"batch_size": 8, "batch_tokens": 1000}, "--batch-size and --batch-tokens both size the batches"),
+        ({"shuffle_buffer": 100}, "--shuffle-buffer sizes the shuffle of --sampling greedy"),
+        ({"workers": 2}, "--workers sets the encoder actors of --engine ray"),
     ],
 )
 def test_bad_options_fail_before_any_model_loads(options, message):
     with pytest.raises(ConfigError, match=message):
         RunConfig(**options)
+
+
+def test_a_batch_size_given_makes_batches_of_sentences_on_a_gpu_too():
+    from distill.config import GPU_BATCH_TOKENS, token_budget
+
+    gpu = SimpleNamespace(type="cuda")
+    assert token_budget(RunConfig().batch_tokens, gpu) == GPU_BATCH_TOKENS
+    assert token_budget(RunConfig(batch_size=8).batch_tokens, gpu) is None
+    assert token_budget(RunConfig(batch_tokens=4096).batch_tokens, gpu) == 4096
 
 
 def test_config_json_round_trip():

@@ -204,6 +204,9 @@ def load_model_config(name: str, source: str, revision: str | None = None, gguf_
     """The model's config alone (no weights), to check layers before anything heavy loads."""
     from transformers import AutoConfig
 
+    if gguf_file and Path(source).is_dir() and not (Path(source) / gguf_file).is_file():
+        raise ConfigError(f"--gguf-file {gguf_file} is not a file of the model folder {source}: give its name there, "
+                          "or its full path")  # fmt: skip
     config = _from_pretrained(AutoConfig, name, source, revision=revision, gguf_file=gguf_file)
     if getattr(config, "num_hidden_layers", None) is None:
         raise ConfigError(f"model {name!r} has no num_hidden_layers in its config; it is not a transformer encoder")
