@@ -131,6 +131,13 @@ def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "both" / "mev.png").is_file()
+    before = (tmp_path / "a" / "mev.png").read_bytes()
+    (tmp_path / "file").write_text("the user's")
+    for out, said in (("a", "is a distill run folder (manifest.json)"), ("file", "cannot write to the output folder")):
+        done = subprocess.run([sys.executable, "-m", "distill", "analyze", str(tmp_path / "a"), str(tmp_path / "a"),
+                               "--out", str(tmp_path / out)], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 2 and said in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert (tmp_path / "a" / "mev.png").read_bytes() == before and (tmp_path / "file").read_text() == "the user's"
     missing = subprocess.run(
         [sys.executable, "-m", "distill", "analyze", str(tmp_path)], capture_output=True, text=True
     )
