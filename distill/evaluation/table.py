@@ -21,6 +21,7 @@ from distill.files import sha256_file, subfolder
 from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
 from distill.paths import corpus_slug, data_dir, default_corpus, default_out, model_contents
 from distill.rundir import RunDir, listed_files, read_vocab_counts
+from distill.vectors.reader import check_vector_file
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +77,15 @@ def make_table(
         config.out
         or (default_out(config.runs[0].model, corpus) if single else Path("outputs") / f"table-{corpus_slug(corpus)}")
     )
+    outs = [Path(run.out or (root if single else default_out(run.model, corpus))) for run in config.runs]
+    if len(set(outs)) < len(outs):
+        twice = next(o for o in outs if outs.count(o) > 1)
+        raise ConfigError(f"two of the table's models would be distilled into one folder ({twice}): give each once")
+    for extra_file in config.baseline_files:  # before minutes of distilling
+        check_vector_file(extra_file)
     timings: dict[str, float] = {}
     vector_files: list[Path] = []
-    for run in config.runs:
-        out = Path(run.out or (root if single else default_out(run.model, corpus)))
+    for run, out in zip(config.runs, outs, strict=True):
         run = replace(run, out=str(out), corpus=run.corpus or corpus)
         if config.reuse and _reusable_run(run, out):
             logger.info("reusing the distillation in %s", out)

@@ -147,11 +147,17 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def read_vectors(path: str | Path) -> Any:
-    """KeyedVectors from a ``.bin`` (word2vec binary) or any text file (word2vec or GloVe), ``.gz`` or not."""
+def check_vector_file(path: str | Path) -> Path:
+    """``path``, a regular file; ConfigError naming it otherwise (before anything slow reads it)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"vector file {path} {'is not a regular file' if path.exists() else 'not found'}")
+    return path
+
+
+def read_vectors(path: str | Path) -> Any:
+    """KeyedVectors from a ``.bin`` (word2vec binary) or any text file (word2vec or GloVe), ``.gz`` or not."""
+    path = check_vector_file(path)
     binary = path.name.endswith((".bin", ".bin.gz"))
     if not binary:
         return read_text_vectors(path)

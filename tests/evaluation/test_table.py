@@ -209,3 +209,20 @@ def test_the_table_s_notes_read_the_baselines_times_and_survive_a_damaged_record
     for damaged in ('{"files": {"glove.vec.txt": {"method": "glove"}}}', '{"files": []}', "[]", "{"):
         path.write_text(damaged)
         assert _baseline_times(path) == ""
+
+
+def test_a_table_that_cannot_finish_is_refused_before_it_distils(tiny_bert_dir, tmp_path):
+    from distill.config import RunConfig
+    from distill.errors import ConfigError
+    from distill.evaluation.table import TableConfig, make_table
+
+    def distil(run: RunConfig) -> None:
+        pytest.fail(f"distilled {run.model}")
+
+    run = RunConfig(model=str(tiny_bert_dir), corpus=(str(TINY_CORPUS),))
+    with pytest.raises(ConfigError, match="two of the table's models would be distilled into one folder"):
+        make_table(TableConfig(runs=(run, run)), distil)
+    missing = str(tmp_path / "glove.txt")
+    with pytest.raises(ConfigError, match=f"vector file {missing} not found"):
+        make_table(TableConfig(runs=(run,), baseline_files=(missing,), out=tmp_path / "t"), distil)
+    assert not (tmp_path / "t").exists()
