@@ -121,13 +121,18 @@ def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
     return RunResult(out=result.out, vectors={**result.vectors, name: kv}, manifest=RunDir(result.out).manifest())
 
 
-def run_pipeline_then(config: RunConfig, step: Callable[[RunResult], T]) -> T:
+def run_pipeline_then(
+    config: RunConfig, step: Callable[[RunResult], T], check: Callable[[Plan], None] | None = None
+) -> T:
     """:func:`run_pipeline`, then ``step`` on its result before the run counts as finished: under the run's
     lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
-    from the finished encoding (``distill model``'s tuning and export)."""
+    from the finished encoding (``distill model``'s tuning and export). ``check``: the step's own checks
+    against the plan (the model's size), before anything is written."""
     timings = Timings()
     with timings("plan"):  # the model's config read (transformers imported) and every option checked
         plan = plan_run(config)
+        if check is not None:
+            check(plan)
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
     with contextlib.ExitStack() as stack:

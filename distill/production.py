@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from distill.config import Oov
+from distill.errors import ConfigError
 from distill.evaluation.report import EvalOptions, score_vectors
 from distill.evaluation.sentences import (
     DEV_YEARS,
@@ -80,6 +81,13 @@ def model_card(
     results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
                       f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
     return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
+
+
+def check_dims(dims: int | None, model_config: Any) -> None:
+    """``--dims`` against the teacher's width, read from its config before the run."""
+    width = getattr(model_config, "hidden_size", None)
+    if dims is not None and isinstance(width, int) and dims > width:
+        raise ConfigError(f"--dims {dims} is more than the teacher's {width} dimensions: give at most {width}")
 
 
 def build_model(

@@ -446,6 +446,13 @@ def test_distill_model_on_an_unknown_device_is_one_clear_line(tiny_bert_dir, tmp
     assert not (tmp_path / "m").exists()
 
 
+def test_distill_model_checks_its_export_s_dims_against_the_teacher_before_the_run(tiny_bert_dir, tmp_path):
+    done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"),
+                "--teacher-bags", "0", "--dims", "10000")  # fmt: skip
+    _one_error(done, "--dims 10000 is more than the teacher's", "dimensions")
+    assert not (tmp_path / "m").exists()
+
+
 @pytest.mark.parametrize("model", ["/nowhere/model", "./nowhere", "models/nowhere/model"])
 def test_a_model_folder_that_is_not_there_is_named_as_a_folder(tmp_path, model):
     """Not as a hub id to download: a path is no repository name."""
