@@ -22,7 +22,7 @@ def _figure(n: int) -> tuple[Any, Any]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cols = 3
+    cols = min(3, n)  # a report of one benchmark is one panel wide
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax in axes.ravel()[n:]:

@@ -334,3 +334,15 @@ def test_a_report_of_words_read_alone_heads_each_benchmark_with_its_size_and_lea
     text = markdown([Row("set", "set.txt", {}, scores=scores)], options)
     assert "| vectors | WS353 /353 |\n" in text and "| set | 0.700 (353) |\n" in text
     assert "Google" not in text.split("## OOV policy `alone`")[1]
+
+
+def test_a_plot_of_one_benchmark_is_one_panel_wide(tmp_path):
+    from matplotlib.image import imread
+
+    from distill.evaluation.metrics import Score
+    from distill.evaluation.plots import plot_scores
+    from distill.evaluation.report import Row
+
+    rows = [Row("set", "set.txt", {}, scores=[Score("ws353", "spearman", 0.7, 353, 353)])]
+    image = imread(plot_scores(rows, tmp_path / "scores.png", [("ws353", "all", "WS353")]))
+    assert image.shape[1] == round(4.2 * 110)  # one panel of 4.2 inches at 110 dpi, not three
