@@ -12,13 +12,18 @@ from distill.files import atomic_path, write_json
 from distill.names import ANALYSIS, ANALYSIS_REPORT
 
 #: (key of the raw value, key of the adjusted value or None, title, file name)
+#: Each measure: its field, its field adjusted for anisotropy, the plot's title, its y axis, its file.
 MEASURES = (
-    ("self_similarity", "self_similarity_adjusted", "Self-similarity", "self_similarity.png"),
-    ("intra_sentence", "intra_sentence_adjusted", "Intra-sentence similarity", "intra_sentence.png"),
-    ("mev", "mev_adjusted", "Maximum explainable variance (uncentered)", "mev.png"),
-    ("mev_centered", "mev_centered_adjusted", "Maximum explainable variance (centered, as PCA)", "mev_centered.png"),
-    ("anisotropy", None, "Anisotropy (mean cosine of random occurrences)", "anisotropy.png"),
-)
+    ("self_similarity", "self_similarity_adjusted", "Self-similarity",
+     "mean cosine of a word's occurrences", "self_similarity.png"),
+    ("intra_sentence", "intra_sentence_adjusted", "Intra-sentence similarity",
+     "mean cosine of a word and its sentence's mean", "intra_sentence.png"),
+    ("mev", "mev_adjusted", "Maximum explainable variance (uncentered)",
+     "share of variance, first component", "mev.png"),
+    ("mev_centered", "mev_centered_adjusted", "Maximum explainable variance (centered, as PCA)",
+     "share of variance, first component", "mev_centered.png"),
+    ("anisotropy", None, "Anisotropy (mean cosine of random occurrences)", "mean cosine", "anisotropy.png"),
+)  # fmt: skip
 
 
 def markdown(analysis: dict[str, Any]) -> str:
@@ -78,10 +83,11 @@ def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[P
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = Path(out)
     files = []
-    for raw, adjusted, title, name in MEASURES:
+    for raw, adjusted, title, measured, name in MEASURES:
         if not any(raw in r for a in analyses for r in a["layers"].values()):
             continue
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
@@ -99,7 +105,9 @@ def plot_measures(analyses: Sequence[dict[str, Any]], out: str | Path) -> list[P
                     color=f"C{i}",
                     label=f"{label}, adjusted",
                 )
-        ax.set_xlabel("layer")
+        ax.set_xlabel("layer (0: the embeddings)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(measured)
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
