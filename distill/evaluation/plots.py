@@ -85,6 +85,8 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
 
 def plot_layers(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
     """Score against layer, one line per model and pooling; baselines as dashed horizontal lines."""
+    from matplotlib.ticker import MaxNLocator
+
     panels = _panels(rows, panels, oov)
     fig, axes = _figure(max(len(panels), 1))
     series: dict[str, list[Any]] = defaultdict(list)
@@ -102,16 +104,19 @@ def plot_layers(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
             if s is not None and not math.isnan(s.score):
                 ax.axhline(s.score, linestyle="--", color=f"C{len(series) + i}", label=row.label)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("layer")
+        ax.set_xlabel("layer (0: the embeddings)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(_metric(rows, bench, section, oov), fontsize=8)
+    legend_rows = 0
     if panels:
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
-        fig.subplots_adjust(bottom=0.12)
+        legend_rows = math.ceil(len(labels) / 4)
     fig.suptitle(f"score by layer (OOV policy: {oov})", fontsize=11)
     import matplotlib.pyplot as plt
 
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    below = (0.2 * legend_rows + 0.1) / fig.get_figheight()  # the legend's height, in inches, under the panels
+    fig.tight_layout(rect=(0, below, 1, 1))
     with atomic_path(Path(path)) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)
