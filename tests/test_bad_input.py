@@ -332,6 +332,8 @@ def test_evaluate_refuses_a_set_asked_of_vector_files_alone(finished_run, tmp_pa
     args = ("--benchmarks", "ws353", "--no-progress", "--out", str(tmp_path / "report"))
     _one_error(_cli("evaluate", vectors, "--set", "layer1.pc", *args), "--set layer1.pc picks a set of a run folder")
     assert _cli("evaluate", vectors, str(finished_run), "--set", "layer1.pc", *args).returncode == 0
+    with pytest.raises(ConfigError, match="picks a set of a run folder"):
+        distill.evaluate(vectors, vector_set="layer1.pc", benchmarks="ws353")
 
 
 def test_export_onto_a_file_or_a_link(finished_run, tmp_path):

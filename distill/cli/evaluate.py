@@ -145,9 +145,8 @@ def evaluate(
     from distill.evaluation.baselines import read_vocab
     from distill.evaluation.report import evaluate_rows, markdown, write_report
     from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder, teacher_encoder
-    from distill.evaluation.vectors import expand_paths, load_vectors
+    from distill.evaluation.vectors import check_set_of_runs, expand_paths, load_vectors
     from distill.files import output_folder
-    from distill.rundir import RunDir
 
     setup_logging(verbose, progress)
     with user_errors(), contextlib.ExitStack() as stack:
@@ -159,9 +158,7 @@ def evaluate(
             raise ConfigError("--teacher scores the source transformer on STS sentences: add sts to --benchmarks")
         taught = teacher_encoder(teacher, progress) if teacher is not None else None  # one that cannot load fails now
         inputs, bases = [Path(v) for v in vectors], [Path(b) for b in baseline or ()]
-        if vector_set is not None and not any(p.is_dir() and RunDir(p).is_run() for p in inputs):
-            raise ConfigError(f"--set {vector_set} picks a set of a run folder, and no input is one: give the run "
-                              "folder, or the file without --set")  # fmt: skip
+        check_set_of_runs(inputs, vector_set)
         folders = [p for p in [*inputs, *bases] if is_model2vec_folder(p) or is_sentence_transformers_folder(p)]
         files = expand_paths([p for p in inputs if p not in folders], vector_set) if options.benchmarks else []
         rows = []

@@ -7,6 +7,7 @@ binary format goes through gensim. ``.gz`` works for both.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,10 +70,20 @@ def _set_file(run: RunDir, name: str) -> Path:
     return text if text.is_file() else run.file(name, ".bin")
 
 
+def check_set_of_runs(paths: Sequence[str | Path], vector_set: str | None) -> None:
+    """A set asked for picks a set of run folders: ConfigError when none of ``paths`` is one (it would be ignored)."""
+    if vector_set is not None and not any(Path(p).is_dir() and RunDir(p).is_run() for p in paths):
+        raise ConfigError(
+            f"--set {vector_set} picks a set of a run folder, and no input is one: give the run folder, or the file "
+            "without --set"
+        )
+
+
 def expand_paths(paths: list[str | Path], vector_set: str | None = None) -> list[Path]:
     """Files as given; a run folder stands for one set (``vector_set``: a name, or ``best``) or for all of its
     sets: its ``layerL.P.txt`` files in layer order, then its derived sets (a run folder must be complete:
     its manifest lists exactly its vector files)."""
+    check_set_of_runs(paths, vector_set)
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir() and RunDir(p).is_run() and vector_set is not None:
