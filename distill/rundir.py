@@ -49,6 +49,16 @@ def words_per_line(manifest: dict[str, Any]) -> float:
     return manifest["corpus"]["words"] / max(manifest["corpus"]["lines"], 1)
 
 
+def check_own_folder(folder: Path, holding: str) -> None:
+    """ConfigError when ``folder`` is a run folder or an export, whose own files ``holding`` would mix with or
+    replace: they go in a folder of their own."""
+    for name, what in ((MANIFEST, "a distill run folder"), (LISTING, "a distill export")):
+        if (folder / name).exists() or (folder / name).is_symlink():
+            raise ConfigError(
+                f"{folder} is {what} ({name}); {holding} go in a folder of their own: choose another --out"
+            )
+
+
 def listed_files(folder: Path) -> set[str]:
     """The files a distill run's manifest in ``folder`` lists (none when there is no manifest of ours)."""
     path = folder / MANIFEST

@@ -14,7 +14,7 @@ from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_er
 from distill.cli.options import config_from, parameters, with_parameters
 from distill.config import DEFAULT_MODEL, parse_choices
 from distill.errors import ConfigError
-from distill.names import ANALYSIS_REPORT, MANIFEST
+from distill.names import ANALYSIS_REPORT
 
 
 class Case(Choice):
@@ -313,17 +313,15 @@ def analyze(
     """How contextual is each layer: self-similarity, intra-sentence similarity, MEV and anisotropy (Ethayarajh
     2019), from the occurrences of one distillation run (no second forward pass); analysis.md/json and plots."""
     from distill.analysis.report import markdown, plot_measures, read_analysis
-    from distill.files import LISTING, check_writable
+    from distill.files import check_writable
+    from distill.rundir import check_own_folder
 
     setup_logging(verbose, progress)
     with user_errors():
         if runs:
             analyses = [read_analysis(r) for r in runs]
             folder = Path(out or "outputs/contextuality")
-            for name, what in ((MANIFEST, "a distill run folder"), (LISTING, "a distill export")):
-                if (folder / name).exists():
-                    raise ConfigError(f"{folder} is {what} ({name}); the plots of several runs go in a folder of "
-                                      "their own: choose another --out")  # fmt: skip
+            check_own_folder(folder, "the plots of several runs")
             files = plot_measures(analyses, check_writable(folder))
             typer.echo("\n".join(markdown(a) for a in analyses))
             typer.echo("wrote " + ", ".join(map(str, files)))

@@ -18,10 +18,10 @@ import numpy as np
 from distill.config import EncodingErrors
 from distill.corpus import WORD_RE, CorpusStats, build_vocabulary, count_words, fold, iter_lines, read_word_list
 from distill.errors import ConfigError
-from distill.files import LISTING, check_writable, member, write_json
-from distill.names import BASELINES, MANIFEST, VOCAB
+from distill.files import check_writable, member, write_json
+from distill.names import BASELINES, VOCAB
 from distill.paths import slug
-from distill.rundir import listed_files
+from distill.rundir import check_own_folder, listed_files
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 
 logger = logging.getLogger(__name__)
@@ -161,9 +161,7 @@ def reusable_baselines(
 def _check_folder(out: Path, methods: Sequence[Method]) -> None:
     """Refuse, before anything is written, a folder that is not one of baselines: a run, an export, or files of the
     methods' names that no ``baselines.json`` lists (a user's, which training would replace)."""
-    for name, what in ((MANIFEST, "a distill run folder"), (LISTING, "a distill export")):
-        if (out / name).exists() or (out / name).is_symlink():
-            raise ConfigError(f"{out} is {what} ({name}); baselines go in a folder of their own: choose another --out")
+    check_own_folder(out, "baselines")
     if member(out, BASELINES).is_file():  # never read through a link
         return
     for path in (out / method_file(m) for m in methods):
