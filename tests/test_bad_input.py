@@ -296,6 +296,13 @@ def test_neighbors_needs_a_positive_k(finished_run, k):
     assert done.returncode == 2 and "Traceback" not in done.stderr and "-k" in done.stderr
 
 
+def test_neighbors_beyond_the_vocabulary_are_every_other_word(finished_run):
+    words = [line.split("\t")[0] for line in (finished_run / "vocab.tsv").read_text().splitlines()]
+    done = _cli("neighbors", str(finished_run), words[0], "-k", str(10**20))  # no array of 10^20 scores
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split(": ", 1)[1].split(", ")) == len(words) - 1
+
+
 @pytest.mark.parametrize("command", ["export", "neighbors"])
 def test_an_unknown_pooling_is_listed_with_its_choices(finished_run, command):
     args = [command, str(finished_run), *(["king"] if command == "neighbors" else []), "--pooling", "max"]

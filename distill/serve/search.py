@@ -95,7 +95,7 @@ class Searcher:
         out: list[list[tuple[str, float]] | None] = [None] * len(queries)
         if not rows:
             return out
-        scores, ids = self.index.search(np.vstack(rows), k + 1)
+        scores, ids = self.index.search(np.vstack(rows), min(k + 1, self.index.ntotal))  # no more than there are
         j = 0
         for q, (v, _) in enumerate(found):
             if v is None:
