@@ -135,6 +135,19 @@ def read_model_json(path: Path) -> Any:
         raise ConfigError(f"{path} cannot be read ({err}); the model folder is damaged") from err
 
 
+def add_to_listing(folder: Path, written: Sequence[Path]) -> None:
+    """List the files ``written`` into an export ``folder`` (a report) in its ``export.json``, so that the export
+    stays one distill may replace; nothing for a folder without a listing distill wrote."""
+    listing = member(folder, LISTING)
+    try:
+        data = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() else None
+    except (ValueError, UnicodeDecodeError, OSError):
+        return
+    if isinstance(data, dict) and isinstance(data.get("files"), list):
+        data["files"] = sorted({*data["files"], *(p.name for p in written if p.parent == folder)})
+        write_json(data, listing)
+
+
 def list_folder(folder: Path) -> None:
     """Record every file of ``folder`` in its listing (``export.json``), so a later run may replace it."""
     listing = folder / LISTING

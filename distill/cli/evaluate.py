@@ -170,7 +170,7 @@ def evaluate(
         notes = [f"evaluated on the words of {restrict_vocab}"] if restrict_vocab else []
         folder = Path(out) if out else _report_folder(inputs[0])
         written = write_report(rows, options, folder, notes=notes, sentences=sentences)
-        _record_in_run(folder, written)
+        _record_report(folder, written)
     typer.echo(markdown(rows, options, notes=notes, sentences=sentences))
     typer.echo("wrote " + ", ".join(map(str, written)))
 
@@ -180,15 +180,19 @@ def _report_folder(first: Path) -> Path:
     return first if first.is_dir() else first.parent
 
 
-def _record_in_run(folder: Path, written: list[Path]) -> None:
+def _record_report(folder: Path, written: list[Path]) -> None:
     """A report written into a run folder is listed in its manifest: the next run there removes it with the
-    vectors it scored."""
+    vectors it scored; one written into an export is listed in its export.json, which the next export there
+    replaces whole (an unlisted file would stop it)."""
+    from distill.files import add_to_listing
     from distill.manifest import is_our_manifest
     from distill.rundir import RunDir, read_json_file
 
     run = RunDir(folder)
     if is_our_manifest(read_json_file(run.manifest_path)):
         run.record_exports(written)
+    else:
+        add_to_listing(folder, written)
 
 
 def _sentence_scores(

@@ -122,6 +122,11 @@ def test_evaluate_scores_sentences_of_a_run_and_of_its_model2vec_export(tiny_ber
     assert sentences[0]["per_year"] == pytest.approx(sentences[1]["per_year"], abs=1e-6)
     assert all(s["n_pairs"] == 14778 for s in sentences)
     assert "## Sentences: STS 2012-2016" in (tmp_path / "r" / "report.md").read_text()
+    # without --out the report goes into the export, listed there: a later export may still replace it whole
+    assert _cli("evaluate", str(model), "--benchmarks", "sts", "--no-progress").returncode == 0
+    assert {"report.md", "report.json"} <= set(json.loads((model / "export.json").read_text())["files"])
+    (again, _), = export_run(run.out, formats=[Format.MODEL2VEC], out=model)  # fmt: skip
+    assert again == model and not (model / "report.md").exists()
 
 
 def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_card(tiny_bert_dir, tmp_path):
