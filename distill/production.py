@@ -19,7 +19,7 @@ from distill.evaluation.sentences import (
     score_inputs,
     score_sts,
 )
-from distill.files import list_folder, write_json, write_text
+from distill.files import check_replaceable, list_folder, write_json, write_text
 from distill.rundir import RunDir
 from distill.serve.card import WORD_BENCHMARKS as CARD_NAMES
 from distill.serve.card import Score, card_text
@@ -83,11 +83,18 @@ def model_card(
     return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
 
 
-def check_dims(dims: int | None, model_config: Any) -> None:
-    """``--dims`` against the teacher's width, read from its config before the run."""
+#: The folders of the production model inside its run folder, by format.
+FOLDERS = ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st"))
+
+
+def check_model(out: Path, dims: int | None, model_config: Any) -> None:
+    """What would stop the export after the run, checked before it: ``--dims`` against the teacher's width, and
+    folders in the way of the exports (a user's files in ``OUT/model2vec`` or ``OUT/st``)."""
     width = getattr(model_config, "hidden_size", None)
     if dims is not None and isinstance(width, int) and dims > width:
         raise ConfigError(f"--dims {dims} is more than the teacher's {width} dimensions: give at most {width}")
+    for _, name in FOLDERS:
+        check_replaceable(out / name, ConfigError, "export")
 
 
 def build_model(
@@ -123,7 +130,7 @@ def build_model(
         candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
     exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
     folders = []
-    for fmt, name in ((Format.MODEL2VEC, "model2vec"), (Format.SENTENCE_TRANSFORMERS, "st")):
+    for fmt, name in FOLDERS:
         (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name, dtype=dtype,
                                    dims=dims, top_words=top_words)  # fmt: skip
         folders.append(path)  # listed in the run's manifest by export_run

@@ -455,11 +455,15 @@ def test_distill_model_on_an_unknown_device_is_one_clear_line(tiny_bert_dir, tmp
     assert not (tmp_path / "m").exists()
 
 
-def test_distill_model_checks_its_export_s_dims_against_the_teacher_before_the_run(tiny_bert_dir, tmp_path):
-    done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"),
-                "--teacher-bags", "0", "--dims", "10000")  # fmt: skip
-    _one_error(done, "--dims 10000 is more than the teacher's", "dimensions")
+def test_distill_model_checks_what_would_stop_its_export_before_the_run(tiny_bert_dir, tmp_path):
+    args = ("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(tmp_path / "m"),
+            "--teacher-bags", "0")  # fmt: skip
+    _one_error(_cli(*args, "--dims", "10000"), "--dims 10000 is more than the teacher's", "dimensions")
     assert not (tmp_path / "m").exists()
+    (tmp_path / "m" / "st").mkdir(parents=True)
+    (tmp_path / "m" / "st" / "notes.txt").write_text("the user's")
+    _one_error(_cli(*args), "holds files that distill did not export")
+    assert [p.name for p in (tmp_path / "m").iterdir()] == ["st"]
 
 
 @pytest.mark.parametrize("model", ["/nowhere/model", "./nowhere", "models/nowhere/model"])

@@ -353,7 +353,7 @@ def model(
     model card, and score them on STS. Stopped at any point, the same command goes on from its last checkpoint
     (after the encoding: from the finished encoding; in the tuning: from its last epoch saved)."""
     from distill.pipeline import run_pipeline_then
-    from distill.production import build_model, check_dims
+    from distill.production import build_model, check_model
     from distill.workdir import WorkDir
 
     setup_logging(verbose, progress)
@@ -368,7 +368,7 @@ def model(
             lambda result: build_model(
                 result, tune_epochs, progress, dtype, dims, top_words, config.device, WorkDir(result.out).tuning
             ),
-            lambda plan: check_dims(dims, plan.model_config),  # before minutes of distillation, not after
+            lambda plan: check_model(plan.out, dims, plan.model_config),  # before minutes of distillation
         )
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))
