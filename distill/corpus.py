@@ -331,13 +331,17 @@ def count_block(lowercase: bool, lines: list[str]) -> tuple[Counter[str], int]:
 
 
 def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
-    """One word per line (extra columns after a tab or space are ignored); blank lines skipped."""
+    """One word per line (extra columns after a tab or space are ignored); blank lines skipped. ``.gz``, ``.bz2``
+    and ``.xz`` files are read as the corpus's are."""
+    raw = b""
     try:
-        lines = normalize_text(Path(path).read_text(encoding="utf-8")).splitlines()
+        with _open_text(str(path)) as handle:
+            raw = handle.read()
+        lines = normalize_text(raw.decode("utf-8")).splitlines()
     except UnicodeDecodeError as err:
-        raise ConfigError(f"vocabulary file {path} is not UTF-8; convert it") from err
-    except OSError as err:
-        raise ConfigError(f"cannot read the vocabulary file {path}: {err.strerror or err}") from err
+        raise ConfigError(_not_text(str(path), raw) or f"vocabulary file {path} is not UTF-8; convert it") from err
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        raise ConfigError(f"cannot read the vocabulary file {path}: {getattr(err, 'strerror', None) or err}") from err
     words = [fold(line.split()[0], lowercase) for line in lines if line.strip()]
     if not words:
         raise ConfigError(f"vocabulary file {path} lists no words")

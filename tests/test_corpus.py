@@ -132,3 +132,11 @@ def test_case_policy():
     lines = ["The King met the king"]
     assert count_words(iter(lines), lowercase=True) == Counter({"the": 2, "king": 2, "met": 1})
     assert count_words(iter(lines), lowercase=False)["King"] == 1
+
+
+def test_a_compressed_word_list_is_read_as_the_corpus_is(tmp_path):
+    (tmp_path / "words.txt.xz").write_bytes(lzma.compress(b"king\t9\nQueen\n"))
+    assert read_word_list(tmp_path / "words.txt.xz", lowercase=True) == ["king", "queen"]
+    (tmp_path / "words.txt").write_bytes(gzip.compress(b"king\n", mtime=0))
+    with pytest.raises(ConfigError, match="gzip-compressed data"):
+        read_word_list(tmp_path / "words.txt", lowercase=True)
