@@ -73,6 +73,9 @@ def plan_run(config: RunConfig) -> Plan:
         raise ConfigError(f"the default corpus {corpus[0]} is missing; set DISTILL_DATA or pass --corpus FILE")
     if os.path.exists(source):  # a local folder is recorded whole: the run can be queried from anywhere
         source = os.path.abspath(source)
+    if os.path.isdir(source) and out.resolve().is_relative_to(Path(source).resolve()):
+        raise ConfigError(f"--out {out} is inside the model folder {source}: the run's files would mix with the "
+                          "model's (and change what the run was made from); choose another --out")  # fmt: skip
     elmo = is_elmo(source)
     if elmo:
         require("h5py", "elmo", "reading ELMo's weights")

@@ -473,6 +473,13 @@ def test_a_model_folder_that_is_not_there_is_named_as_a_folder(tmp_path, model):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("inside", ["", "runs/one"])
+def test_a_run_is_never_written_into_its_model_s_folder(model_copy, inside):
+    before = sorted(p.name for p in model_copy.iterdir())
+    _one_error(_cli(*_run_args(model_copy, model_copy / inside)), "is inside the model folder")
+    assert sorted(p.name for p in model_copy.iterdir()) == before
+
+
 def test_a_gguf_file_the_model_folder_lacks_is_named(tiny_bert_dir, tmp_path):
     done = _cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--gguf-file", "model.gguf")
     _one_error(done, "--gguf-file model.gguf is not a file of the model folder")
