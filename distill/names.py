@@ -46,6 +46,8 @@ SET_SUFFIXES = (".txt", ".bin", ".faiss", ".faiss.words.txt")
 _LAYER_FILE = re.compile(r"^layer(\d+)\.(pc|mean)\.(txt|bin)$")
 #: ``layer{L}.{pooling}``: a layer set.
 _LAYER_SET = re.compile(r"^layer(\d+)\.(pc|mean)$")
+#: A set's file or a layer's pieces, as a run names them (``layer1.pc.txt``, ``layers4-6.mean.alone0.15.bin``).
+_SET_OUTPUT = re.compile(r"^layers?\d[\w.+-]*\.(txt|bin|faiss|npz)$")
 #: What :func:`distill.files.atomic_path` writes before the rename: ``.{name}.tmp-{pid}``.
 _TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
 
@@ -138,6 +140,11 @@ def tuned_map_name(set_name: str) -> str:
 def is_pieces_file(file_name: str) -> bool:
     """Whether a file holds piece vectors of a layer."""
     return file_name.startswith("layer") and file_name.endswith(".pieces.npz")
+
+
+def is_run_output(file_name: str) -> bool:
+    """Whether a run may write a file of this name into its folder (and would replace one there)."""
+    return file_name in (MANIFEST, VOCAB, ANALYSIS, ANALYSIS_REPORT, TEACHER) or bool(_SET_OUTPUT.match(file_name))
 
 
 def is_temporary(file_name: str) -> bool:

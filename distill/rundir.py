@@ -36,6 +36,7 @@ from distill.names import (
     VOCAB,
     export_entry,
     is_pieces_file,
+    is_run_output,
     is_temporary,
     layer_file,
     set_name,
@@ -275,11 +276,14 @@ class RunDir:
             raise ConfigError(f"{self.path} is incomplete or mixed ({what}); run the distillation again")
         return data
 
-    def clear_previous(self) -> None:
+    def clear_previous(self, unfinished: bool = False) -> None:
         """Before a new run writes here: the previous run's manifest goes first (the folder stops looking
         finished), then the files it lists, what was exported or reported from them into it
         (:meth:`record_exports`; ``export/`` too once empty), and temporaries a killed run left. Files that no
-        run of ours wrote are left alone; a ``manifest.json`` distill did not write is refused."""
+        run of ours wrote are left alone, and refused where the run would replace them: a ``manifest.json``
+        distill did not write, or a file of a name a run writes that no manifest lists (``unfinished``: the
+        folder holds an unfinished run's work folder, whose files these may be)."""
+        data: dict[str, Any] | None = None
         if self.manifest_path.exists() or self.manifest_path.is_symlink():
             data = read_json_file(self.manifest_path)
             if self.manifest_path.is_symlink() or not is_our_manifest(data):
@@ -287,6 +291,10 @@ class RunDir:
                     f"{self.manifest_path} was not written by distill and would be overwritten; choose another --out"
                 )
             data = check_manifest(data, self.manifest_path)
+        if not unfinished:
+            made = [*data["files"], *(split_export_entry(e)[1] for e in data.get("exports", []))] if data else []
+            self._check_not_foreign({MANIFEST, *made})
+        if data is not None:
             targets = [member(self.path, name, self.manifest_path) for name in data["files"]]  # all checked first
             exports = [self._export_member(name) for name in data.get("exports", [])]
             self.manifest_path.unlink()
@@ -297,6 +305,14 @@ class RunDir:
         for stale in self._entries():
             if is_temporary(stale.name) and (stale.is_file() or stale.is_symlink()):
                 stale.unlink()
+
+    def _check_not_foreign(self, ours: set[str]) -> None:
+        for entry in self._entries():
+            if entry.name not in ours and is_run_output(entry.name) and (entry.is_file() or entry.is_symlink()):
+                raise ConfigError(
+                    f"{entry} was not written by a distill run here (no manifest lists it) and a run would replace "
+                    "it; remove it or choose another --out"
+                )
 
     def counts(self, words: Sequence[str], vector_set: str | None = None) -> np.ndarray | None:
         """Corpus counts of ``words`` from ``vocab.tsv``; None for a run made before it was written. The words

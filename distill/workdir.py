@@ -96,6 +96,7 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
     run's files. On leaving: the work folder goes once the run finished (or could never resume), a folder
     made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
     created = not out.exists()
+    unfinished = (out / WORK_DIR).is_dir()  # a killed run's: the files it wrote before its manifest are its own
     can_resume = config.resume and not any(map(streamed, corpus))  # stdin or a FIFO cannot be read again
     run = RunDir(out)
     lock = run.claim()
@@ -111,7 +112,7 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         opened.model = model_contents(config.model, config.gguf_file)
         print_ = fingerprint(config, corpus, version, opened.model) if can_resume else None
         opened.reused, opened.corpus = work.open(print_, corpus)
-        run.clear_previous()  # under the lock: a finished folder never mixes two runs
+        run.clear_previous(unfinished)  # under the lock: a finished folder never mixes two runs
         yield opened
     except ConfigError:
         failed = True

@@ -119,6 +119,17 @@ def test_a_reused_output_folder_holds_only_the_new_run(tiny_bert_dir, tmp_path):
     _one_error(_cli("derive", str(out), "--layers", "2", "--pooling", "mean"), "distil layer 2 with pooling mean first")
 
 
+@pytest.mark.parametrize("name", ["layer1.pc.txt", "vocab.tsv", "layers4-6.mean.bin"])
+def test_a_file_of_a_run_s_name_that_no_run_here_wrote_is_never_overwritten(tiny_bert_dir, tmp_path, name):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("the user's own file")
+    _one_error(
+        _cli(*_run_args(tiny_bert_dir, out, "--layers", "1", "--best")), f"{name} was not written by a distill run"
+    )
+    assert [p.name for p in out.iterdir()] == [name] and (out / name).read_text() == "the user's own file"
+
+
 def test_a_manifest_that_distill_did_not_write_is_never_overwritten(tiny_bert_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
