@@ -12,7 +12,6 @@ import os
 import re
 import sys
 import unicodedata
-import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import regex
 
 from distill.config import EncodingErrors
 from distill.errors import ConfigError
-from distill.files import compressed_kind
+from distill.files import READ_ERRORS, compressed_advice, compressed_kind
 from distill.iterate import batched
 from distill.parallel import Mapper
 
@@ -142,16 +141,12 @@ def _decode(raw: bytes, head: bytes, errors: EncodingErrors, stats: CorpusStats,
 
 
 def _not_text(name: str, head: bytes) -> str | None:
-    """What to do with an input whose first bytes (``head``) are compressed data, if they are."""
+    """What to do with an input whose first bytes (``head``) are compressed data, if they are (stdin has no name
+    to give: it is decompressed into the pipe)."""
     found = compressed_kind(head)
-    if found is None:
-        return None
-    kind, suffix = found
-    if suffix not in OPENERS:
-        return f"{name} is {kind}-compressed data, which distill does not read: decompress it and give the text"
-    if name == "<stdin>":
-        return f"{name} is {kind}-compressed data: decompress it into the pipe, or give the file itself"
-    return f"{name} is {kind}-compressed data: give it a name that ends in {suffix} to have it read as it streams"
+    if name == "<stdin>" and found is not None:
+        return f"{name} is {found[0]}-compressed data: decompress it into the pipe, or give the file itself"
+    return compressed_advice(name, head, tuple(OPENERS))
 
 
 #: ``outputs_of(folder)``: the names of files in ``folder`` that some program wrote and that are no corpus
@@ -259,7 +254,7 @@ def iter_lines(
                 stats.lines += len(parts)
                 total += len(parts)
                 yield from parts
-        except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        except READ_ERRORS as err:
             raise ConfigError(
                 f"cannot read corpus file {name}: {err or type(err).__name__}; is it damaged or truncated?"
             ) from err
@@ -340,7 +335,7 @@ def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
         lines = normalize_text(raw.decode("utf-8")).splitlines()
     except UnicodeDecodeError as err:
         raise ConfigError(_not_text(str(path), raw) or f"vocabulary file {path} is not UTF-8; convert it") from err
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+    except READ_ERRORS as err:
         raise ConfigError(f"cannot read the vocabulary file {path}: {getattr(err, 'strerror', None) or err}") from err
     words = [fold(line.split()[0], lowercase) for line in lines if line.strip()]
     if not words:

@@ -13,10 +13,12 @@ import contextlib
 import errno
 import hashlib
 import json
+import lzma
 import math
 import os
 import shutil
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -225,10 +227,29 @@ _MAGIC = {
 }
 
 
+#: What reading a damaged or truncated file raises, compressed or not.
+READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
 def compressed_kind(head: bytes) -> tuple[str, str] | None:
     """The kind and usual suffix of compressed data that starts with ``head``, if it is compressed data: what a
     file that is not UTF-8 may be instead."""
     return next((found for magic, found in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def compressed_advice(name: str, head: bytes, readable: Sequence[str]) -> str | None:
+    """What to do with input ``name``, which is not text, if its first bytes (``head``) are compressed data: name
+    it for its kind where the reader reads that kind (``readable``: suffixes), else decompress it."""
+    found = compressed_kind(head)
+    if found is None:
+        return None
+    kind, suffix = found
+    if suffix in readable:
+        return f"{name} is {kind}-compressed data: give it a name that ends in {suffix} to have it read"
+    return (
+        f"{name} is {kind}-compressed data, which distill does not read there: decompress it, or compress it as "
+        + " or ".join(readable)
+    )
 
 
 def write_json(data: dict[str, Any], path: str | Path) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import logging
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,10 @@ from typing import Any
 import numpy as np
 
 from distill.errors import ConfigError
-from distill.files import compressed_kind
+from distill.files import READ_ERRORS, compressed_advice
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
-
-
-#: What a damaged or truncated file (``.gz`` too) raises while it is read.
-_READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -37,7 +32,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                     yield line_no, raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a BOM is no part of a word
                 except UnicodeDecodeError as err:
                     raise ConfigError(_not_text(path, line_no, head)) from err
-    except _READ_ERRORS as err:
+    except READ_ERRORS as err:
         raise ConfigError(
             f"{path}, after line {line_no}: cannot read on ({err or type(err).__name__}); the file is damaged or "
             "truncated"
@@ -45,12 +40,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _not_text(path: Path, line_no: int, head: bytes) -> str:
-    found = compressed_kind(head)
-    if found is None:
-        return f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"
-    if found[0] == "gzip":
-        return f"{path} is gzip-compressed data: give it a name that ends in .gz to have it read"
-    return f"{path} is {found[0]}-compressed data, which distill does not read as vectors: decompress it (or gzip it)"
+    advice = compressed_advice(str(path), head, (".gz",))  # vector files are read plain or gzipped
+    return advice or f"{path}, line {line_no}: bytes that are not UTF-8; is this a binary file?"
 
 
 def _header(first: str) -> tuple[int, int] | None:
@@ -107,7 +98,7 @@ def _check_binary_header(path: Path) -> None:
     try:
         with opener(path, "rb") as handle:  # type: ignore[operator]
             first = handle.readline(100)
-    except _READ_ERRORS as err:
+    except READ_ERRORS as err:
         raise ConfigError(f"{path}: cannot read it ({err or type(err).__name__}); is it damaged?") from err
     fields = first.split()
     if len(fields) != 2 or not all(f.isdigit() for f in fields) or int(fields[1]) == 0:
@@ -166,7 +157,7 @@ def read_vectors(path: str | Path) -> Any:
     _check_binary_header(path)
     try:
         kv = KeyedVectors.load_word2vec_format(str(path), binary=True)
-    except (ValueError, UnicodeDecodeError, *_READ_ERRORS) as err:
+    except (ValueError, UnicodeDecodeError, *READ_ERRORS) as err:
         reason = " ".join(str(err).split()) or type(err).__name__
         raise ConfigError(f"{path} is not a readable word2vec binary file ({reason}); is it truncated?") from err
     bad = np.flatnonzero(~np.isfinite(kv.vectors).all(axis=1))
