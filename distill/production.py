@@ -138,7 +138,7 @@ def build_model(
     scores += [score for name, score in candidates.items() if name != exported]
     words = {name: word_scores(run, name) for name in candidates}
     manifest = run.manifest()
-    for folder, fmt in zip(folders, (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS)):
+    for folder, (fmt, _) in zip(folders, FOLDERS, strict=True):
         model_id = f"{run.path.name}-{folder.name}"  # the run folder's name and the format's
         write_text(model_card(manifest, exported, scores, words, fmt, model_id), folder / "README.md")
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,

@@ -11,7 +11,6 @@ from distill.errors import ConfigError
 from distill.files import atomic_path, write_json
 from distill.names import ANALYSIS, ANALYSIS_REPORT
 
-#: (key of the raw value, key of the adjusted value or None, title, file name)
 #: Each measure: its field, its field adjusted for anisotropy, the plot's title, its y axis, its file.
 MEASURES = (
     ("self_similarity", "self_similarity_adjusted", "Self-similarity",

@@ -94,7 +94,7 @@ def make_table(
             distil(run)
             timings[f"distill {run.model}"] = time.perf_counter() - t0
         vector_files += expand_paths([out])
-    vocab_dir = Path(config.runs[0].out or (root if single else default_out(config.runs[0].model, corpus)))
+    vocab_dir = outs[0]
     table_out = root / TABLE_DIR if single else root
 
     baselines = []
