@@ -168,6 +168,20 @@ def test_export_never_replaces_a_folder_holding_a_users_file(run_copy, tmp_path)
     assert mine.read_text() == "mine"
 
 
+@pytest.mark.parametrize("into", ["the run", "an export"])
+def test_files_exported_into_a_run_or_an_export_are_refused(run_copy, tmp_path, into):
+    """`--out RUN --format word2vec` wrote the weighted vectors over the run's own layer1.pc.txt."""
+    folder = run_copy
+    if into == "an export":
+        folder = tmp_path / "m"
+        made = _cli("export", str(run_copy), "--set", "layer1.pc", "--format", "npy", "--out", str(folder))
+        assert made.returncode == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    done = _cli("export", str(run_copy), "--set", "layer1.pc", "--format", "word2vec", "--out", str(folder))
+    _one_error(done, "exports go in a folder of their own")
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+
+
 def test_an_earlier_export_is_replaced_but_not_a_file_added_to_it(run_copy, tmp_path):
     args = ["export", str(run_copy), "--set", "layer1.pc", "--format", "npy", "--out", str(tmp_path / "e")]
     assert _cli(*args).returncode == 0

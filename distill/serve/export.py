@@ -13,7 +13,7 @@ from distill.config import EXPORT_DTYPES, DType, check_dtype, parse_choices
 from distill.errors import ConfigError
 from distill.files import check_replaceable, check_writable, subfolder
 from distill.names import EXPORT_DIR
-from distill.rundir import RunDir, words_per_line
+from distill.rundir import RunDir, check_own_folder, words_per_line
 from distill.serve.anyword import open_fallback
 from distill.serve.card import card_text, run_word_scores, teacher_hub_id
 from distill.serve.compress import Scale, fit_pca, quantize
@@ -91,6 +91,11 @@ def export_run(
     format (model2vec, sentence-transformers, npy) is written as ``out`` itself, ready to load. ``weighting``
     is baked into the vectors for sentence means (``auto``: SIF, or none for a set tuned for sentences)."""
     check_formats_available(formats)
+    itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
+    if itself:
+        check_replaceable(Path(out), ConfigError, "export")  # type: ignore[arg-type]  # --out becomes the folder
+    elif out is not None and Path(out).is_dir():  # a run's own set files, or an export's, would be replaced
+        check_own_folder(Path(out), "exports")
     run = RunDir(run_dir)
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
@@ -116,9 +121,6 @@ def export_run(
     q = quantize(vectors, dtype, scale)  # before any file is written: vectors out of float16's range are refused
     stem = name + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
-    itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
-    if itself:
-        check_replaceable(Path(out), ConfigError, "export")  # type: ignore[arg-type]  # --out becomes the folder
     out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
     pieces = set_pieces(run.path, name) if sentences else None
