@@ -20,7 +20,7 @@ from distill.evaluation.vectors import expand_paths, load_vectors
 from distill.files import sha256_file, subfolder
 from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
 from distill.paths import corpus_slug, data_dir, default_corpus, default_out, model_contents
-from distill.rundir import RunDir, listed_files, read_vocab_counts
+from distill.rundir import RunDir, check_own_folder, listed_files, read_vocab_counts
 from distill.vectors.reader import check_vector_file
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,17 @@ def _reusable_run(config: RunConfig, out: Path) -> bool:
     return now == [f.get("sha256") for f in manifest["corpus"]["files"]]
 
 
+def _check_before_distilling(config: TableConfig, root: Path, outs: list[Path]) -> None:
+    """ConfigError, before minutes of distilling, for a table that could not finish or would replace files."""
+    if len(set(outs)) < len(outs):
+        twice = next(o for o in outs if outs.count(o) > 1)
+        raise ConfigError(f"two of the table's models would be distilled into one folder ({twice}): give each once")
+    if len(outs) > 1 and root.is_dir():  # the report of several models would replace a run's or an export's own
+        check_own_folder(root, "the table of several models")
+    for extra_file in config.baseline_files:
+        check_vector_file(extra_file)
+
+
 def make_table(
     config: TableConfig, distil: Callable[[RunConfig], Any]
 ) -> tuple[list[Row], list[Path], dict[str, float]]:
@@ -78,11 +89,7 @@ def make_table(
         or (default_out(config.runs[0].model, corpus) if single else Path("outputs") / f"table-{corpus_slug(corpus)}")
     )
     outs = [Path(run.out or (root if single else default_out(run.model, corpus))) for run in config.runs]
-    if len(set(outs)) < len(outs):
-        twice = next(o for o in outs if outs.count(o) > 1)
-        raise ConfigError(f"two of the table's models would be distilled into one folder ({twice}): give each once")
-    for extra_file in config.baseline_files:  # before minutes of distilling
-        check_vector_file(extra_file)
+    _check_before_distilling(config, root, outs)
     timings: dict[str, float] = {}
     vector_files: list[Path] = []
     for run, out in zip(config.runs, outs, strict=True):

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -231,3 +232,8 @@ def test_a_table_that_cannot_finish_is_refused_before_it_distils(tiny_bert_dir, 
     with pytest.raises(ConfigError, match=f"vector file {missing} not found"):
         make_table(TableConfig(runs=(run,), baseline_files=(missing,), out=tmp_path / "t"), distil)
     assert not (tmp_path / "t").exists()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text("{}")  # a run folder, whose report.md the table's would replace
+    two = (replace(run, out=str(tmp_path / "a")), replace(run, out=str(tmp_path / "b")))
+    with pytest.raises(ConfigError, match="is a distill run folder"):
+        make_table(TableConfig(runs=two, out=tmp_path / "run"), distil)
