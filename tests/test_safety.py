@@ -223,6 +223,20 @@ def test_evaluate_writes_its_report_into_the_run_not_beside_it(run_copy, tmp_pat
     assert (run_copy / "report.md").is_file() and (tmp_path / "report.md").read_text() == "a report of the user's"
 
 
+def test_a_report_of_other_vectors_never_goes_into_a_run(run_copy, tmp_path):
+    """`evaluate OTHER --out RUN` replaced the run's own report.md with one of other vectors."""
+    other = tmp_path / "other.txt"
+    shutil.copy(run_copy / "layer1.pc.txt", other)
+    done = _cli("evaluate", str(run_copy), "--set", "layer1.pc", "--benchmarks", "ws353", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    own = (run_copy / "report.md").read_text()
+    args = ["--benchmarks", "ws353", "--no-progress", "--out", str(run_copy)]
+    _one_error(_cli("evaluate", str(other), *args), "reports of other vectors go in a folder of their own")
+    assert (run_copy / "report.md").read_text() == own
+    done = _cli("evaluate", str(run_copy / "layer1.pc.txt"), *args)  # the run's own file: where its report goes
+    assert done.returncode == 0, done.stderr
+
+
 # -- 2. reuse keyed by content
 
 

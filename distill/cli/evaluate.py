@@ -147,11 +147,14 @@ def evaluate(
     from distill.evaluation.sentences import is_model2vec_folder, is_sentence_transformers_folder, teacher_encoder
     from distill.evaluation.vectors import check_set_of_runs, expand_paths, load_vectors
     from distill.files import output_folder
+    from distill.rundir import check_own_folder
 
     setup_logging(verbose, progress)
     with user_errors(), contextlib.ExitStack() as stack:
         options = evaluation_options(benchmarks, oov, analogy_method, analogy_top_n, case, seed)
         if out is not None:  # before the scoring, which takes minutes
+            if Path(out).is_dir() and Path(out).resolve() not in {_report_folder(Path(v)).resolve() for v in vectors}:
+                check_own_folder(Path(out), "reports of other vectors")  # its own report would be replaced
             stack.enter_context(output_folder(out))
         sentences_asked = wants_sentences(benchmarks)
         if teacher is not None and not sentences_asked:
