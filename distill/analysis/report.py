@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,9 @@ def _mean(value: float | None) -> str:
 def read_analysis(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / ANALYSIS
     if not path.is_file():
-        raise ConfigError(f"{run_dir} has no analysis.json; run distill analyze --model ... --out {run_dir} first")
+        raise ConfigError(
+            f"{run_dir} has no analysis.json; run distill analyze --model ... --out {shlex.quote(str(run_dir))} first"
+        )
     try:
         analysis = json.loads(path.read_text(encoding="utf-8"))
         markdown(analysis)  # every field the report and the plots read, of the kind they read

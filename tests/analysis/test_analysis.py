@@ -144,6 +144,16 @@ def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
     assert missing.returncode == 2 and "has no analysis.json" in missing.stderr
 
 
+def test_the_command_a_missing_analysis_suggests_can_be_pasted(tmp_path):
+    from distill.analysis.report import read_analysis
+    from distill.errors import ConfigError
+
+    folder = tmp_path / "my run"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match=f"--out '{folder}' first"):
+        read_analysis(folder)
+
+
 def test_analysis_needs_words_with_five_occurrences():
     from distill.errors import ConfigError
 
