@@ -75,7 +75,9 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
                         textcoords="offset points", va="center", fontsize=6)  # fmt: skip
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlim(min(0.0, *values), max(1.0, *values) * 1.25)
+        low, high = min(0.0, *values), max(1.0, *values)
+        ax.set_xlim(low, high * 1.25)  # room for the notes; no tick there, where no score can be
+        ax.set_xticks([t for t in ax.get_xticks() if low - 1e-9 <= t <= high + 1e-9])
         total = next((s.n_total for r in rows if (s := r.get(bench, section, oov)) and s.n_total), 0)
         ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
         ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)

@@ -309,6 +309,8 @@ def test_the_scores_plot_has_every_benchmark_asked_for_with_its_metric_and_items
     assert [ax.get_xlabel() for ax in axes] == ["Spearman ρ", "accuracy (3CosAdd)", "cluster purity"]
     assert [t.get_text() for t in axes[0].texts] == ["0.50 (n=44)", "0.40 (n=321)"]
     assert [t.get_text() for t in axes[2].texts] == ["none scored", "0.70 (n=402)"]
+    for ax in axes:  # room beyond 1 for the notes, with no tick where no score can be
+        assert max(ax.get_xticks()) == 1.0 < ax.get_xlim()[1]
 
 
 def test_a_benchmark_no_set_covers_is_said_once_with_the_number_of_sets(caplog, monkeypatch):
