@@ -147,10 +147,26 @@ def _about(manifest: dict[str, Any], set_name: str, teacher: str | None) -> list
         f"- teacher: {name} ({model['n_layers']} layers, {model['hidden_size']} dimensions)",
         f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} "
         + ("sentences)" if manifest["config"].get("split_sentences") else "lines)"),
-        f"- vocabulary: {manifest['vocabulary']['size']:,} words "
-        f"({'lowercased' if manifest['vocabulary']['lowercase'] else 'cased'})",
+        _vocabulary(manifest, set_name),
         f"- vector set: `{set_name}`" + _tuning(manifest.get("derived", {}).get(set_name, {})),
     ]
+
+
+def _vocabulary(manifest: dict[str, Any], set_name: str) -> str:
+    """The set's words and where they came from: the corpus, the teacher's whole words and the language's
+    frequent words (the last two read alone)."""
+    vocabulary, derived = manifest["vocabulary"], manifest.get("derived", {})
+    record = derived.get(set_name, {})
+    record = derived.get(record.get("tuned_from") or "", record)  # a tuned set has its source's words
+    model_words, added = int(vocabulary.get("from_model_vocabulary") or 0), int(record.get("words_added") or 0)
+    line = (
+        f"- vocabulary: {vocabulary['size'] + added:,} words ({'lowercased' if vocabulary['lowercase'] else 'cased'})"
+    )
+    parts = [f"{model_words:,} of the teacher's whole words"] if model_words else []
+    parts += [f"{added:,} of the language's frequent words"] if added else []
+    if not parts:
+        return line
+    return f"{line}: {vocabulary['size'] - model_words:,} from the corpus, " + " and ".join(parts) + ", read alone"
 
 
 def _tuning(derived: dict[str, Any]) -> str:

@@ -520,6 +520,23 @@ def test_derive_reads_words_alone_in_another_prompt_and_names_the_set_after_it(p
         Recipe(layers="1", template="word")
 
 
+def test_a_card_says_where_the_set_s_words_came_from():
+    """A card said "22,504 words" for a 7,637-word corpus: most were the teacher's own words, read alone."""
+    from distill.serve.card import _vocabulary
+
+    manifest = {
+        "vocabulary": {"size": 58_506, "lowercase": True, "from_model_vocabulary": 5_189},
+        "derived": {"best": {"words_added": 241_787}, "best.tuned": {"tuned_from": "best"}, "plain": {}},
+    }
+    both = "300,293 words (lowercased): 53,317 from the corpus, 5,189 of the teacher's whole words and 241,787 of"
+    assert both in _vocabulary(manifest, "best") and both in _vocabulary(manifest, "best.tuned")
+    assert _vocabulary(manifest, "plain").endswith(
+        ": 53,317 from the corpus, 5,189 of the teacher's whole words, read alone"
+    )
+    manifest["vocabulary"] = {"size": 8_291, "lowercase": False}  # a manifest of a run before the field
+    assert _vocabulary(manifest, "plain") == "- vocabulary: 8,291 words (cased)"
+
+
 def test_a_card_names_the_teacher_by_its_hub_id_and_never_by_a_path():
     from distill.serve.card import teacher_hub_id
 
