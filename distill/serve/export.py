@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
     FOLDER_FORMATS,
+    STORED_DTYPES,
     Format,
     check_formats_available,
     kv_side_file,
@@ -27,6 +29,8 @@ from distill.serve.formats import (
     write_format,
 )
 from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
+
+logger = logging.getLogger(__name__)
 
 
 def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
@@ -100,6 +104,11 @@ def export_run(
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
     dtype = check_dtype(dtype, EXPORT_DTYPES, "--dtype")
+    storing = ", ".join(f.value for f, kinds in STORED_DTYPES.items() if dtype in kinds)
+    for fmt in formats:
+        if dtype not in STORED_DTYPES.get(fmt, {DType.FLOAT32}):
+            logger.warning("%s stores float32: the %s vectors are written rounded, at float32's size (%s store %s)",
+                           fmt.value, dtype.value, storing, dtype.value)  # fmt: skip
     scale = parse_choices(Scale, [scale], "int8 scale", many=False)[0]
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     pca = None

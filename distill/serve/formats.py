@@ -41,6 +41,12 @@ class Format(str, Enum):
 EXPORT_INFO = LISTING
 #: Formats written as a folder (the others are files).
 FOLDER_FORMATS = (Format.MODEL2VEC, Format.SENTENCE_TRANSFORMERS, Format.NPY, Format.PROJECTOR)
+#: The numbers each format stores at their own size; the others store the rounded vectors as float32.
+STORED_DTYPES = {
+    Format.MODEL2VEC: {DType.FLOAT32, DType.FLOAT16, DType.INT8},
+    Format.NPY: {DType.FLOAT32, DType.FLOAT16, DType.INT8},
+    Format.KV: {DType.FLOAT32, DType.FLOAT16},
+}
 #: The package a format needs beyond the base install, and the extra that installs it.
 _NEEDS = {Format.MODEL2VEC: "model2vec", Format.SENTENCE_TRANSFORMERS: "sentence_transformers"}
 

@@ -658,6 +658,19 @@ def test_a_smaller_model2vec_export_keeps_the_piece_fallback(pieces_run, tmp_pat
     assert np.any(oov) and oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_dtype_a_format_cannot_store_is_said(pieces_run, tmp_path, caplog):
+    """A sentence-transformers folder "in int8" is float32 of the rounded vectors: as large, and the user is told."""
+    with caplog.at_level("WARNING", logger="distill.serve.export"):
+        export_run(pieces_run, pooling="mean", formats=[Format.KV, Format.NPY], out=tmp_path / "a", dtype="float16")
+        assert not caplog.records  # both store float16
+        written = export_run(pieces_run, pooling="mean", formats=[Format.WORD2VEC, Format.NPY], out=tmp_path / "b",
+                             dtype="int8")  # fmt: skip
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["word2vec stores float32: the int8 vectors are written rounded, at float32's size (model2vec, npy "
+                    "store int8)"]  # fmt: skip
+    assert len(written) == 3  # .txt, .bin and the npy folder: written all the same
+
+
 def test_an_uncentred_reduction_is_the_top_right_singular_vectors(rng):
     x = (rng.standard_normal((200, 6)) + 3.0).astype(np.float32)  # a large common direction
     pca = fit_pca(x, 2, center=False)
