@@ -110,6 +110,13 @@ def resolve_model(name: str) -> str:
     return source
 
 
+def check_run_model_there(source: str, needed: str, instead: str = "") -> None:
+    """ConfigError when a run's model folder (``source``, recorded absolute) was moved or deleted: ``needed``
+    says what it is needed for, ``instead`` what the user may do without it."""
+    if Path(source).is_absolute() and not Path(source).exists():
+        raise ConfigError(f"{needed} by the run's model, {source}, which is not there any more; put it back{instead}")
+
+
 def slug(text: str) -> str:
     """A file-name-safe, lower-case form of ``text``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.").lower() or "run"

@@ -181,7 +181,8 @@ def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[
             recipe = replace(recipe, template=None)
 
         def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
-            reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value, recipe.template)
+            reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value, recipe.template,
+                                              ", or derive without --alone-weight and --language-words")  # fmt: skip
             reader.progress = progress
             return reader.matrix(words)
 

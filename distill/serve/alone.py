@@ -24,6 +24,7 @@ from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
 from distill.files import member, read_npz
 from distill.names import MANIFEST
+from distill.paths import check_run_model_there
 from distill.rundir import RunDir, untuned_set
 from distill.serve.formats import letters
 from distill.serve.pieces import PieceVectors, set_layers, with_rows
@@ -67,17 +68,19 @@ class AloneFallback:
 
     @classmethod
     def for_layers(
-        cls, manifest: dict[str, Any], layers: list[int], how: str | None, template: Template | None = None
+        cls,
+        manifest: dict[str, Any],
+        layers: list[int],
+        how: str | None,
+        template: Template | None = None,
+        instead: str = ", or use --oov pieces (oov='pieces')",
     ) -> AloneFallback:
         """The model of the run whose ``manifest`` is given, reading words in ``layers``, combined ``how``
-        (None: one layer's own), in ``template`` (None: the run's own prompt)."""
+        (None: one layer's own), in ``template`` (None: the run's own prompt); ``instead``: what the user may
+        do when the model is gone."""
         model = manifest["model"]
         source = str(model["source"])
-        if Path(source).is_absolute() and not Path(source).exists():
-            raise ConfigError(
-                f"words are read alone by the run's model, {source}, which is not there any more; put it back, "
-                "or use --oov pieces (oov='pieces')"
-            )
+        check_run_model_there(source, "words are read alone", instead)
         top = max([*layers, *manifest.get("layers", [])])  # one model serves every set of the run
         # auto: half precision on a GPU, float32 on a CPU (where float16 is slow or unsupported), whatever the run used
         encoder = _encoder(model["name"], source, top, model.get("revision"), model.get("gguf_file"), "auto")

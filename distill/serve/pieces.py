@@ -21,6 +21,7 @@ from distill.encoding.workers import writer_threads
 from distill.errors import ConfigError
 from distill.files import atomic_path, member, read_npz
 from distill.names import layer_set, pieces_name, tuned_pieces_name
+from distill.paths import check_run_model_there
 from distill.rundir import RunDir
 from distill.vectors.postprocess import combine
 
@@ -161,6 +162,7 @@ class PieceVectors:
 
         manifest = run.manifest()
         model = manifest["model"]
+        check_run_model_there(str(model["source"]), "words the set lacks are split into pieces")
         try:
             tokenizer = AutoTokenizer.from_pretrained(
                 model["source"],
