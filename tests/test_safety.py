@@ -224,13 +224,16 @@ def test_evaluate_writes_its_report_into_the_run_not_beside_it(run_copy, tmp_pat
 
 
 def test_a_run_whose_model_was_moved_says_so_and_what_may_be_done_without_it(run_copy, tmp_path):
-    """The tokenizer's loader took the missing folder for a hub id ("Repo id must be in the form ..."), and derive
-    was told to use --oov pieces, an option it does not have."""
+    """The tokenizer's loader took the missing folder for a hub id ("Repo id must be in the form ..."), derive
+    was told to use --oov pieces, an option it does not have, and neighbors of a known word needed the tokenizer."""
     data = json.loads((run_copy / "manifest.json").read_text())
     data["model"]["source"] = str(tmp_path / "moved")
     (run_copy / "manifest.json").write_text(json.dumps(data))
     gone = f"by the run's model, {tmp_path / 'moved'}, which is not there any more; put it back"
     _one_error(_cli("neighbors", str(run_copy), "zzqqxx"), f"words the set lacks are split into pieces {gone}")
+    known = (run_copy / "vocab.tsv").read_text().split()[0]
+    done = _cli("neighbors", str(run_copy), known, "-k", "2")  # needs no tokenizer: it is opened for unknown words
+    assert done.returncode == 0 and done.stdout.startswith(f"{known}: "), done.stderr
     done = _cli("derive", str(run_copy), "--layers", "1", "--pooling", "pc", "--alone-weight", "0.5", "--no-progress")
     _one_error(done, f"words are read alone {gone}, or derive without --alone-weight and --language-words")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,13 @@ class Searcher:
     kind: IndexKind = IndexKind.FLAT
     fallback: Any = None  # vectors for words outside the vocabulary (pieces.SetFallback, alone.AloneFallback)
     lowercase: bool = False  # a run that folded case: queries are folded too, as the model reads them
+    opener: Callable[[], Any] | None = field(default=None, repr=False)  # the fallback, at the first unknown word
+
+    def _fallback(self) -> Any:
+        """The fallback, opened now if it was not (its tokenizer or model loads only when a word needs it)."""
+        if self.opener is not None:
+            self.fallback, self.opener = self.opener(), None
+        return self.fallback
 
     def __post_init__(self) -> None:
         self.key_to_index = {w: i for i, w in enumerate(self.words)}
@@ -73,8 +80,8 @@ class Searcher:
         if index is None:
             index = build_faiss_index(kv.vectors, kind)
             _save_index(path if path.is_dir() else None, index_path, kind, words, unit, index, digest)
-        fallback = open_fallback(path, name, oov) if path.is_dir() else None
-        return cls(words, unit, index, kind, fallback, lowercase)
+        opener = (lambda: open_fallback(path, name, oov)) if path.is_dir() else None
+        return cls(words, unit, index, kind, None, lowercase, opener)
 
     def vector(self, word: str) -> tuple[np.ndarray | None, str]:
         """Unit vector of ``word`` and where it came from: ``vocabulary``, the fallback's source (``pieces``,
@@ -82,10 +89,11 @@ class Searcher:
         i = self.key_to_index.get(self._key(word))
         if i is not None:
             return self.unit[i], "vocabulary"
-        v = self.fallback.vector(word) if self.fallback is not None else None
+        fallback = self._fallback()
+        v = fallback.vector(word) if fallback is not None else None
         if v is None:
             return None, "none"
-        return (v / np.linalg.norm(v)).astype(np.float32), self.fallback.source
+        return (v / np.linalg.norm(v)).astype(np.float32), fallback.source
 
     def neighbors(self, queries: Sequence[str], k: int = 10) -> list[list[tuple[str, float]] | None]:
         """The ``k`` nearest other words of each query, best first; None for a word without a vector
