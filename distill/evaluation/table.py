@@ -66,7 +66,7 @@ def _check_before_distilling(config: TableConfig, root: Path, outs: list[Path]) 
     if len(set(outs)) < len(outs):
         twice = next(o for o in outs if outs.count(o) > 1)
         raise ConfigError(f"two of the table's models would be distilled into one folder ({twice}): give each once")
-    if len(outs) > 1 and root.is_dir():  # the report of several models would replace a run's or an export's own
+    if len(outs) > 1:  # the report of several models would replace a run's or an export's own
         check_own_folder(root, "the table of several models")
     for extra_file in config.baseline_files:
         check_vector_file(extra_file)

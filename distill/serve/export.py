@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,14 @@ from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
     FOLDER_FORMATS,
-    STORED_DTYPES,
     Format,
     check_formats_available,
     kv_side_file,
     size_on_disk,
+    warn_unstored,
     write_format,
 )
 from distill.serve.weighting import SentenceRecipe, Weighting, apply_recipe
-
-logger = logging.getLogger(__name__)
 
 
 def parse_formats(spec: str | Sequence[str]) -> tuple[Format, ...]:
@@ -98,17 +95,13 @@ def export_run(
     itself = out is not None and len(formats) == 1 and formats[0] in FOLDER_FORMATS
     if itself:
         check_replaceable(Path(out), ConfigError, "export")  # type: ignore[arg-type]  # --out becomes the folder
-    elif out is not None and Path(out).is_dir():  # a run's own set files, or an export's, would be replaced
+    elif out is not None:  # a run's own set files, or an export's, would be replaced
         check_own_folder(Path(out), "exports")
     run = RunDir(run_dir)
     manifest = run.manifest()
     name = run.resolve_set(vector_set, layer, pooling)
     dtype = check_dtype(dtype, EXPORT_DTYPES, "--dtype")
-    storing = ", ".join(f.value for f, kinds in STORED_DTYPES.items() if dtype in kinds)
-    for fmt in formats:
-        if dtype not in STORED_DTYPES.get(fmt, {DType.FLOAT32}):
-            logger.warning("%s stores float32: the %s vectors are written rounded, at float32's size (%s store %s)",
-                           fmt.value, dtype.value, storing, dtype.value)  # fmt: skip
+    warn_unstored(formats, dtype)
     scale = parse_choices(Scale, [scale], "int8 scale", many=False)[0]
     kv, counts, recipe, prepared = prepared_set(run, name, weighting)
     pca = None

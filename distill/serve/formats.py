@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
@@ -26,6 +27,8 @@ from distill.serve.compress import Quantized, Scale, quantize
 from distill.vectors.keyed import to_keyed_vectors, write_word2vec
 
 UNK = "[UNK]"
+
+logger = logging.getLogger(__name__)
 
 
 class Format(str, Enum):
@@ -49,6 +52,15 @@ STORED_DTYPES = {
 }
 #: The package a format needs beyond the base install, and the extra that installs it.
 _NEEDS = {Format.MODEL2VEC: "model2vec", Format.SENTENCE_TRANSFORMERS: "sentence_transformers"}
+
+
+def warn_unstored(formats: Sequence[Format], dtype: DType) -> None:
+    """Say which of ``formats`` cannot store ``dtype``: they hold the rounded vectors at float32's size."""
+    storing = ", ".join(f.value for f, kinds in STORED_DTYPES.items() if dtype in kinds)
+    for fmt in formats:
+        if dtype not in STORED_DTYPES.get(fmt, {DType.FLOAT32}):
+            logger.warning("%s stores float32: the %s vectors are written rounded, at float32's size (%s store %s)",
+                           fmt.value, dtype.value, storing, dtype.value)  # fmt: skip
 
 
 def check_formats_available(formats: Sequence[Format]) -> None:

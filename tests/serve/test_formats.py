@@ -660,7 +660,7 @@ def test_a_smaller_model2vec_export_keeps_the_piece_fallback(pieces_run, tmp_pat
 
 def test_a_dtype_a_format_cannot_store_is_said(pieces_run, tmp_path, caplog):
     """A sentence-transformers folder "in int8" is float32 of the rounded vectors: as large, and the user is told."""
-    with caplog.at_level("WARNING", logger="distill.serve.export"):
+    with caplog.at_level("WARNING", logger="distill.serve.formats"):
         export_run(pieces_run, pooling="mean", formats=[Format.KV, Format.NPY], out=tmp_path / "a", dtype="float16")
         assert not caplog.records  # both store float16
         written = export_run(pieces_run, pooling="mean", formats=[Format.WORD2VEC, Format.NPY], out=tmp_path / "b",
