@@ -1,7 +1,8 @@
 """Do more tuning targets help ``distill tune``? Short spans of the corpus sentences, each word alone, bags of words.
 
-    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags,topics,swaps] [--bags 0.5]
-        [--topic-share 0.5] [--swap-rate 0.3] [--no-run-bags] [--seed 0] [--word-benchmarks simlex999,men,ws353,rw]
+    python benchmarks/tune_targets.py RUN [--set best] [--extra none,spans,words,bags,topics,swaps,file:PATH]
+        [--bags 0.5] [--topic-share 0.5] [--swap-rate 0.3] [--no-run-bags] [--seed 0]
+        [--word-benchmarks simlex999,men,ws353,rw]
 
 STS sentences are short (about ten words), the corpus sentences a run keeps as targets longer. ``spans``
 adds, for each kept sentence of eight words or more, one seeded span of 3 to 15 of its words; ``words`` adds
@@ -9,7 +10,8 @@ each alphabetic word of the set read alone; ``bags`` adds ``--bags`` per kept se
 ``distill run --teacher-bags`` draws (trained on, never held out, as ``distill tune`` does); ``topics`` as many
 bags on one topic each (a seed word and ``--topic-share`` of the bag from its nearest words, the teacher reading
 each of the language's words alone); ``swaps`` as many kept sentences with each of the language's words swapped,
-at ``--swap-rate``, for one of its ten nearest (both trained on, never held out). ``--no-run-bags`` leaves out
+at ``--swap-rate``, for one of its ten nearest (both trained on, never held out); ``file:PATH`` the non-empty
+lines of a text file (``benchmarks/generate_sentences.py`` writes one). ``--no-run-bags`` leaves out
 the bags the run kept itself. The teacher (the
 run's model through sentence-transformers) embeds the added texts; the export table is trained as ``distill
 tune`` trains it (defaults, cosine loss) on the kept sentences plus the added ones, nothing written to the run,
@@ -60,6 +62,12 @@ def spans(texts: list[str], seed: int = 0) -> list[str]:
             lo = int(rng.integers(0, len(words) - n + 1))
             out.append(" ".join(words[lo : lo + n]))
     return out
+
+
+def lines(path: str) -> list[str]:
+    """A text file's non-empty lines, stripped."""
+    with open(path, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
 
 
 @functools.cache
@@ -119,17 +127,18 @@ def main() -> None:
           "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |"
           + "".join(f" {b} |" for b in benchmarks))  # fmt: skip
     print("|---|---|---|---:|---:|" + "---:|" * (8 + len(benchmarks)))
+    makers = {
+        "none": lambda: [],
+        "spans": lambda: spans(texts, args.seed),
+        "words": lambda: [w for w in table.words if w.isalpha()],
+        "bags": lambda: word_bags(int(args.bags * len(texts)), args.seed),
+        "topics": lambda: word_bags(
+            int(args.bags * len(texts)), args.seed, near=language_neighbours(teacher)[1], share=args.topic_share
+        ),
+        "swaps": lambda: swapped(texts, int(args.bags * len(texts)), args.seed, teacher, args.swap_rate),
+    }
     for extra in args.extra.split(","):
-        added = {
-            "none": lambda: [],
-            "spans": lambda: spans(texts, args.seed),
-            "words": lambda: [w for w in table.words if w.isalpha()],
-            "bags": lambda: word_bags(int(args.bags * len(texts)), args.seed),
-            "topics": lambda: word_bags(
-                int(args.bags * len(texts)), args.seed, near=language_neighbours(teacher)[1], share=args.topic_share
-            ),
-            "swaps": lambda: swapped(texts, int(args.bags * len(texts)), args.seed, teacher, args.swap_rate),
-        }[extra]()
+        added = lines(extra.removeprefix("file:")) if extra.startswith("file:") else makers[extra]()
         t0 = time.perf_counter()
         all_ids, all_targets = ids, targets
         if added:

@@ -66,6 +66,8 @@ def _mean(value: float | None) -> str:
 
 def read_analysis(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / ANALYSIS
+    if not Path(run_dir).is_dir():
+        raise ConfigError(f"{run_dir} is not a folder; give the --out of a distill analyze run")
     if not path.is_file():
         raise ConfigError(
             f"{run_dir} has no analysis.json; run distill analyze --model ... --out {shlex.quote(str(run_dir))} first"

@@ -142,6 +142,10 @@ def test_analysis_measures_every_layer_of_a_run(tiny_bert_dir, tmp_path):
         [sys.executable, "-m", "distill", "analyze", str(tmp_path)], capture_output=True, text=True
     )
     assert missing.returncode == 2 and "has no analysis.json" in missing.stderr
+    for given in (tmp_path / "file", tmp_path / "gone"):
+        wrong = subprocess.run([sys.executable, "-m", "distill", "analyze", str(given)], capture_output=True, text=True)
+        said = f"error: {given} is not a folder; give the --out of a distill analyze run\n"
+        assert wrong.returncode == 2 and wrong.stderr == said
 
 
 def test_the_command_a_missing_analysis_suggests_can_be_pasted(tmp_path):
