@@ -575,6 +575,9 @@ class RunConfig:
         return {k: v for k, v in self.to_json().items() if k not in dropped}
 
 
+#: The most --teacher-bags: every bag's embedding is held in memory until the run is written.
+MAX_TEACHER_BAGS = 5_000_000
+
 #: Padded tokens per batch on a GPU when --batch-tokens is not given: enough work per kernel launch.
 GPU_BATCH_TOKENS = 32_768
 
@@ -631,6 +634,11 @@ def _check_numbers(config: RunConfig) -> None:
     for name in ("batch_tokens", "tokenize_workers", "language_words", "teacher_bags"):
         if getattr(config, name) is not None and getattr(config, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (off) or more, not {getattr(config, name)}")
+    if config.teacher_bags > MAX_TEACHER_BAGS:
+        raise ConfigError(
+            f"--teacher-bags {config.teacher_bags:,} is over {MAX_TEACHER_BAGS:,}: every bag's embedding stays in "
+            "memory until the run is written"
+        )
     for name in ("max_vocab", "workers", "max_length"):
         _positive(name, getattr(config, name), allow_none=True)
     _check_ranges(config)

@@ -48,6 +48,7 @@ def test_poolings():
         ({"max_length": 64, "stride": 40}, "stride 40 must be under half"),
         ({"teacher_bags": 10}, "--teacher-bags adds to the teacher's embeddings: add --teacher"),
         ({"teacher_bags": -1, "teacher": True}, "--teacher-bags must be 0 \\(off\\) or more"),
+        ({"teacher_bags": 10**11, "teacher": True}, "--teacher-bags 100,000,000,000 is over 5,000,000"),
         ({"alone_weight": 0.5}, "--alone-weight adds each word's reading alone to the recommended set: add --best"),
         ({"language_words": 100}, "--language-words adds words to the recommended set: add --best"),
         ({"batch_size": 8, "batch_tokens": 1000}, "--batch-size and --batch-tokens both size the batches"),
