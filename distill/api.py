@@ -73,6 +73,7 @@ def run(
     pieces: bool | None = None,
     teacher: bool = False,
     teacher_bags: int = 0,
+    teacher_texts: str | Path | None = None,
     bag_topics: float = 0.0,
     tune_blend: float | None = None,
     store_dtype: DType | str = "auto",
@@ -99,6 +100,7 @@ def run(
     corpus = options["corpus"]
     options["corpus"] = tuple(map(str, _paths(corpus)))
     options["out"] = None if out is None else str(out)
+    options["teacher_texts"] = None if teacher_texts is None else str(teacher_texts)
     return run_pipeline(RunConfig(**options))
 
 

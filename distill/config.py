@@ -449,6 +449,14 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
+    teacher_texts: str | None = option(
+        None,
+        "With --teacher: also keep the model's sentence embedding of each non-empty line of this text file (.gz, "
+        ".bz2, .xz read), as more sentences for distill tune: text like what the model will embed (queries, "
+        "titles, questions), none of an evaluation's. Read after the corpus, before the bags.",
+        OUTPUT,
+        Effect.FILES,
+    )
     bag_topics: float = option(
         0.0,
         "With --teacher-bags: put each bag on one topic, as a sentence is: a seed word, then this share of the "
@@ -705,9 +713,11 @@ def _check_paths(config: RunConfig) -> None:
             )
     if config.corpus.count("-") > 1:
         raise ConfigError("stdin (-) can be read once; give it once in --corpus")
-    if config.vocab_file is not None and not Path(config.vocab_file).is_file():
-        missing = "does not exist" if not os.path.lexists(config.vocab_file) else "is not a regular file"
-        raise ConfigError(f"vocabulary file {config.vocab_file} {missing}; give a file with one word per line")
+    files = {"vocabulary file": (config.vocab_file, "word"), "--teacher-texts file": (config.teacher_texts, "text")}
+    for what, (given, each) in files.items():
+        if given is not None and not Path(given).is_file():
+            missing = "does not exist" if not os.path.lexists(given) else "is not a regular file"
+            raise ConfigError(f"{what} {given} {missing}; give a file with one {each} per line")
 
 
 def check_config(config: RunConfig) -> None:
@@ -725,6 +735,8 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")
     if config.teacher_bags and not config.teacher:
         raise ConfigError("--teacher-bags adds to the teacher's embeddings: add --teacher")
+    if config.teacher_texts and not config.teacher:
+        raise ConfigError("--teacher-texts adds to the teacher's embeddings: add --teacher")
     if config.bag_topics and not config.teacher_bags:
         raise ConfigError("--bag-topics puts the teacher's bags on topics: add --teacher-bags N")
     if config.teacher_bags or config.language_words:  # before the encoding, not after it

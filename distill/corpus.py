@@ -325,21 +325,28 @@ def count_block(lowercase: bool, lines: list[str]) -> tuple[Counter[str], int]:
     return Counter(map(str.lower, words) if lowercase else words), len(words)
 
 
-def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
-    """One word per line (extra columns after a tab or space are ignored); blank lines skipped. ``.gz``, ``.bz2``
-    and ``.xz`` files are read as the corpus's are."""
+def read_small_text(path: str | Path, what: str) -> list[str]:
+    """A small text file's non-empty lines, stripped, normalized as the corpus's are (``.gz``, ``.bz2`` and ``.xz``
+    read); ``what`` names the file in the one-line errors: bytes that are not UTF-8, an unreadable file, no text."""
     raw = b""
     try:
         with _open_text(str(path)) as handle:
             raw = handle.read()
         lines = normalize_text(raw.decode("utf-8")).splitlines()
     except UnicodeDecodeError as err:
-        raise ConfigError(_not_text(str(path), raw) or f"vocabulary file {path} is not UTF-8; convert it") from err
+        raise ConfigError(_not_text(str(path), raw) or f"{what} {path} is not UTF-8; convert it") from err
     except READ_ERRORS as err:
-        raise ConfigError(f"cannot read the vocabulary file {path}: {getattr(err, 'strerror', None) or err}") from err
-    words = [fold(line.split()[0], lowercase) for line in lines if line.strip()]
-    if not words:
-        raise ConfigError(f"vocabulary file {path} lists no words")
+        raise ConfigError(f"cannot read the {what} {path}: {getattr(err, 'strerror', None) or err}") from err
+    kept = [line.strip() for line in lines if line.strip()]
+    if not kept:
+        raise ConfigError(f"{what} {path} has no text")
+    return kept
+
+
+def read_word_list(path: str | Path, lowercase: bool) -> list[str]:
+    """One word per line (extra columns after a tab or space are ignored); blank lines skipped. ``.gz``, ``.bz2``
+    and ``.xz`` files are read as the corpus's are."""
+    words = [fold(line.split()[0], lowercase) for line in read_small_text(path, "vocabulary file")]
     return list(dict.fromkeys(words))
 
 

@@ -19,7 +19,15 @@ from typing import Any, TypeVar
 
 from distill.analysis.measures import IntraSentence
 from distill.config import Engine, Pooling, RunConfig
-from distill.corpus import CorpusStats, Vocabulary, build_vocabulary, count_words, iter_lines, read_word_list
+from distill.corpus import (
+    CorpusStats,
+    Vocabulary,
+    build_vocabulary,
+    count_words,
+    iter_lines,
+    read_small_text,
+    read_word_list,
+)
 from distill.encoders import Encoder
 from distill.encoding.alone import read_texts
 from distill.encoding.driver import encode_pass
@@ -90,6 +98,14 @@ def draw_bags(config: RunConfig, encoder: Encoder, teacher: TeacherTargets, work
     return word_bags(config.teacher_bags, config.seed, top=BAG_WORDS, near=near, share=config.bag_topics)
 
 
+def read_apart(config: RunConfig, encoder: Encoder, teacher: TeacherTargets, work: WorkDir, texts: list[str]) -> None:
+    """Show the teacher ``texts`` (``--teacher-texts``), then the bags of ``--teacher-bags``, each read alone."""
+    bags = draw_bags(config, encoder, teacher, work) if config.teacher_bags else []
+    teacher.texts_apart = len(texts)
+    desc = "reading " + " and ".join(what for what, given in (("texts", texts), ("word bags", bags)) if given)
+    read_texts(encoder, texts + bags, [teacher], config.batch_size, config.progress, desc, work.texts)
+
+
 def host_workers(config: RunConfig) -> int | None:
     """The run's worker processes (None: the device's default); none with Ray, whose actors tokenize."""
     return 0 if config.engine is Engine.RAY else config.tokenize_workers
@@ -133,6 +149,7 @@ def run_pipeline_then(
         plan = plan_run(config)
         if check is not None:
             check(plan)
+        texts = read_small_text(config.teacher_texts, "--teacher-texts file") if config.teacher_texts else []
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
     with contextlib.ExitStack() as stack:
@@ -165,12 +182,9 @@ def run_pipeline_then(
             workers.close()
             encoded.store.close()
         opened.encoded = True
-        if teacher is not None and config.teacher_bags:  # after the pass: a resumed run reads the blocks it lacks
-            with timings("teacher_bags"):
-                bags = draw_bags(config, encoder, teacher, work)
-                read_texts(
-                    encoder, bags, [teacher], config.batch_size, config.progress, "reading word bags", work.texts
-                )
+        if teacher is not None and (texts or config.teacher_bags):  # after the pass: a resumed run reads the
+            with timings("teacher_bags"):  # blocks it lacks
+                read_apart(config, encoder, teacher, work, texts)
         timings.update(encode=encoded.encode.seconds, forward=encoded.encode.forward_seconds)
         run = Encoded(encoder, vocab, stats, sample, encoded)
         with timings("reduce_and_write"):

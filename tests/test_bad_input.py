@@ -505,6 +505,15 @@ def test_a_vocabulary_file_that_is_a_folder_is_named_as_one(tiny_bert_dir, tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_a_teacher_text_file_that_is_no_text_fails_before_the_model_loads(tiny_bert_dir, tmp_path):
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe not text")
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    for name, problem in (("bad.txt", "is not UTF-8"), ("empty.txt", "has no text")):
+        done = _cli(*_run_args(tiny_bert_dir, tmp_path / "out"), "--teacher", "--teacher-texts", str(tmp_path / name))
+        _one_error(done, f"--teacher-texts file {tmp_path / name} {problem}")
+    assert not (tmp_path / "out").exists()
+
+
 def test_evaluate_checks_its_output_folder_and_teacher_before_scoring(tmp_path):
     """An --out it cannot write to, or a --teacher with no sentences to score, failed after minutes of scoring:
     here the vectors are not even read (they are missing) before the one line that says so."""

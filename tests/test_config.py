@@ -49,6 +49,8 @@ def test_poolings():
         ({"teacher_bags": 10}, "--teacher-bags adds to the teacher's embeddings: add --teacher"),
         ({"teacher_bags": -1, "teacher": True}, "--teacher-bags must be 0 \\(off\\) or more"),
         ({"teacher_bags": 10**11, "teacher": True}, "--teacher-bags 100,000,000,000 is over 5,000,000"),
+        ({"teacher_texts": __file__}, "--teacher-texts adds to the teacher's embeddings: add --teacher"),
+        ({"teacher_texts": "/nonexistent.txt", "teacher": True}, "--teacher-texts file /nonexistent.txt does not"),
         ({"alone_weight": 0.5}, "--alone-weight adds each word's reading alone to the recommended set: add --best"),
         ({"language_words": 100}, "--language-words adds words to the recommended set: add --best"),
         ({"batch_size": 8, "batch_tokens": 1000}, "--batch-size and --batch-tokens both size the batches"),

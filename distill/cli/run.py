@@ -329,6 +329,13 @@ def model(
             "words the corpus lacks (see distill run --help; 0: off).",
         ),
     ] = MODEL_BAGS,
+    teacher_texts: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Also tune toward the teacher's reading of each line of this text file: text like what the model "
+            "will embed (see distill run --help)."
+        ),
+    ] = None,
     bag_topics: Annotated[
         float,
         typer.Option(
@@ -360,7 +367,7 @@ def model(
     with user_errors():
         check_dtype(dtype, EXPORT_DTYPES, "--dtype")  # before minutes of distillation, not after
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
-                             best=True, teacher=True, teacher_bags=teacher_bags,
+                             best=True, teacher=True, teacher_bags=teacher_bags, teacher_texts=teacher_texts,
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
                              split_sentences=True, device=device, progress=progress)  # fmt: skip
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding

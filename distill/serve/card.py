@@ -148,7 +148,8 @@ def _about(manifest: dict[str, Any], set_name: str, teacher: str | None) -> list
         f"- corpus: {corpus} ({manifest['corpus']['words']:,} words, {manifest['corpus']['lines']:,} "
         + ("sentences)" if manifest["config"].get("split_sentences") else "lines)"),
         _vocabulary(manifest, set_name),
-        f"- vector set: `{set_name}`" + _tuning(manifest.get("derived", {}).get(set_name, {})),
+        f"- vector set: `{set_name}`"
+        + _tuning(manifest.get("derived", {}).get(set_name, {}), bool(manifest["config"].get("teacher_texts"))),
     ]
 
 
@@ -169,15 +170,17 @@ def _vocabulary(manifest: dict[str, Any], set_name: str) -> str:
     return f"{line}: {vocabulary['size'] - model_words:,} from the corpus, " + " and ".join(parts) + ", read alone"
 
 
-def _tuning(derived: dict[str, Any]) -> str:
-    """How a set tuned toward the teacher was made ("" for any other set)."""
+def _tuning(derived: dict[str, Any], texts: bool) -> str:
+    """How a set tuned toward the teacher was made ("" for any other set); ``texts``: the run read
+    ``--teacher-texts`` beside its corpus."""
     if not derived.get("tuned_from"):
         return ""
     shared = ", every row through one shared linear map" if derived["options"].get("shared_map") else ""
     bags = derived.get("bags", 0)
+    kind = "sentences of the corpus and a text file" if texts else "corpus sentences"
     also = f" and {bags:,} bags of the language's frequent words" if bags else ""
     return (f", tuned from `{derived['tuned_from']}` toward the teacher's sentence embeddings of "
-            f"{derived['sentences'] - bags:,} corpus sentences{also}{shared} (best epoch {derived['best_epoch']}, "
+            f"{derived['sentences'] - bags:,} {kind}{also}{shared} (best epoch {derived['best_epoch']}, "
             f"{derived['options'].get('blend', 1):g} of the change kept)")  # fmt: skip
 
 

@@ -45,6 +45,7 @@ class TeacherTargets:
         self.texts: list[str] = []
         self.rows: list[np.ndarray] = []
         self.counts: list[int] = []
+        self.texts_apart = 0  # the first of the texts read apart that are sentences (--teacher-texts), not bags
 
     def observe(
         self,
@@ -118,12 +119,12 @@ class TeacherTargets:
 
     def write(self, out: Path) -> list[Path]:
         """``teacher.npz``: float16 embeddings and their sentences (the texts read outside the corpus, with ids
-        below zero, counted as ``bags``)."""
+        below zero, after the first :attr:`texts_apart` of them, counted as ``bags``)."""
         path = out / TEACHER
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:
             np.savez(handle, embeddings=self.embeddings().astype(np.float16), texts=_pack(self.texts),
                      layer=np.array(self.layer), pooling=np.array(self.pooling),
-                     bags=np.array(sum(i < 0 for i in self.index)))  # fmt: skip
+                     bags=np.array(sum(i < -self.texts_apart for i in self.index)))  # fmt: skip
         return [path]
 
 

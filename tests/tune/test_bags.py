@@ -66,6 +66,36 @@ def test_the_teacher_reads_the_bags_after_the_corpus_sentences(tiny_bert_dir, tm
         np.testing.assert_allclose(embedding, last.mean(dim=0).numpy(), atol=2e-3, rtol=2e-3)  # float16
 
 
+def test_a_text_file_is_read_between_the_sentences_and_the_bags_and_tuned_as_sentences(tiny_bert_dir, tmp_path):
+    pytest.importorskip("model2vec")
+    pytest.importorskip("wordfreq")
+    from transformers import AutoModel, AutoTokenizer
+
+    from distill.serve.export import export_run
+    from distill.serve.formats import Format
+    from distill.tune.train import tune_run
+
+    lines = ["Where is the nearest station?", "the cat sat on the mat", "A dog ran."]
+    given = tmp_path / "texts.txt"
+    given.write_text(f"  {lines[0]}\n\n{lines[1]}\n{lines[2]}  \n", encoding="utf-8")
+    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1",
+                      best=True, teacher=True, teacher_texts=given, teacher_bags=4, seed=2, min_count=3,
+                      max_occurrences=20, progress=False)  # fmt: skip
+    texts, embeddings, bags = read_teacher(run.out)
+    sentences = run.manifest["encoding"]["sentences"]
+    assert texts[sentences:] == lines + word_bags(4, seed=2) and bags == 4 and len(embeddings) == len(texts)
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
+    for text, embedding in zip(lines, embeddings[sentences:]):
+        with torch.no_grad():
+            last = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]
+        np.testing.assert_allclose(embedding, last.mean(dim=0).numpy(), atol=2e-3, rtol=2e-3)
+    name, _, result = tune_run(run.out, options=TuneOptions(epochs=1, batch_size=16))
+    assert result.bags == 4 and result.sentences == sentences + 3 + 4  # the texts count as sentences
+    (folder, _), *_ = export_run(run.out, vector_set=name, formats=[Format.MODEL2VEC], out=tmp_path / "m2v")
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"{sentences + 3:,} sentences of the corpus and a text file and 4 bags" in card
+
+
 def test_tuning_counts_the_bags_apart_and_the_card_names_them(tiny_bert_dir, tmp_path):
     pytest.importorskip("model2vec")
     pytest.importorskip("wordfreq")
