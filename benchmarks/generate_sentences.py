@@ -57,15 +57,14 @@ def main() -> None:
     args = parser.parse_args()
     prompts = requests(args.n, args.seed)
     out = Path(args.out)
-    done = len(out.read_text(encoding="utf-8").splitlines()) if out.exists() else 0
-    done -= done % args.batch  # a batch is written whole or written again
+    written = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    done = len(written) - len(written) % args.batch  # a batch is written whole or written again
     folder = resolve_model("smollm2")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     tokenizer.padding_side = "left"
     gguf = Path(default_gguf("smollm2") or "")
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name).eval().to(torch.bfloat16)
-    kept = out.read_text(encoding="utf-8").splitlines()[:done] if done else []
-    out.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    out.write_text("".join(line + "\n" for line in written[:done]), encoding="utf-8")
     start_time = time.perf_counter()
     with out.open("a", encoding="utf-8") as handle:
         for start in range(done, args.n, args.batch):

@@ -101,7 +101,6 @@ def draw_bags(config: RunConfig, encoder: Encoder, teacher: TeacherTargets, work
 def read_apart(config: RunConfig, encoder: Encoder, teacher: TeacherTargets, work: WorkDir, texts: list[str]) -> None:
     """Show the teacher ``texts`` (``--teacher-texts``), then the bags of ``--teacher-bags``, each read alone."""
     bags = draw_bags(config, encoder, teacher, work) if config.teacher_bags else []
-    teacher.texts_apart = len(texts)
     desc = "reading " + " and ".join(what for what, given in (("texts", texts), ("word bags", bags)) if given)
     read_texts(encoder, texts + bags, [teacher], config.batch_size, config.progress, desc, work.texts)
 
@@ -174,7 +173,7 @@ def run_pipeline_then(
         lines = iter_lines(plan.corpus, config.encoding_errors, None, config.split_sentences, listed_files, plan.given)
         intra = IntraSentence(plan.layers) if config.analyze else None
         pieces = PieceSums(plan.layers, encoder.vocab_size or 0, encoder.hidden_size) if config.pieces else None
-        teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source)) if config.teacher else None
+        teacher = TeacherTargets(encoder.n_layers, teacher_pooling(plan.source), len(texts)) if config.teacher else None
         encoded = encode_pass(encoder, lines, vocab, sample, plan.layers, config, work,
                               resume=opened.reused, corpus_lines=stats.lines,
                               observers=[o for o in (intra, pieces, teacher) if o is not None], pool=pool)  # fmt: skip

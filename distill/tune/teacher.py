@@ -39,13 +39,14 @@ def teacher_pooling(source: str | Path) -> str:
 class TeacherTargets:
     """Observer: per sentence, the sum of the pooled token states of its windows and how many tokens."""
 
-    def __init__(self, layer: int, pooling: str = "mean") -> None:
-        self.layer, self.pooling = layer, pooling
+    def __init__(self, layer: int, pooling: str = "mean", texts_apart: int = 0) -> None:
+        """``texts_apart``: how many of the texts read apart, the first ones, are sentences (``--teacher-texts``);
+        the rest are bags."""
+        self.layer, self.pooling, self.texts_apart = layer, pooling, texts_apart
         self.index: dict[int, int] = {}  # sentence id -> row
         self.texts: list[str] = []
         self.rows: list[np.ndarray] = []
         self.counts: list[int] = []
-        self.texts_apart = 0  # the first of the texts read apart that are sentences (--teacher-texts), not bags
 
     def observe(
         self,
@@ -80,7 +81,7 @@ class TeacherTargets:
         return f"TeacherTargets(layer={self.layer}, pooling={self.pooling!r})"
 
     def empty(self) -> TeacherTargets:
-        return TeacherTargets(self.layer, self.pooling)
+        return TeacherTargets(self.layer, self.pooling, self.texts_apart)
 
     def merge(self, state: dict[str, np.ndarray]) -> None:
         """Add the sentences of another instance's :meth:`state` (a block of texts read apart), after these
