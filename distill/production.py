@@ -16,7 +16,6 @@ from distill.evaluation.sentences import (
     load_sts,
     model2vec_encoder,
     saw_sts,
-    score_inputs,
     score_sts,
 )
 from distill.files import check_replaceable, list_folder, write_json, write_text
@@ -97,6 +96,15 @@ def check_model(out: Path, dims: int | None, model_config: Any) -> None:
         check_replaceable(out / name, ConfigError, "export")
 
 
+def _export(
+    run: RunDir, name: str, fmt: Format, folder: str, dtype: str, dims: int | None, top_words: int | None
+) -> Path:
+    """Set ``name`` exported as ``fmt`` into the run's ``folder`` (replacing an earlier export there)."""
+    (path, _), *_ = export_run(run.path, vector_set=name, formats=[fmt], out=run.path / folder, dtype=dtype,
+                               dims=dims, top_words=top_words)  # fmt: skip
+    return path  # listed in the run's manifest by export_run
+
+
 def build_model(
     result: Any,
     tune_epochs: int,
@@ -107,35 +115,36 @@ def build_model(
     device: str = "cpu",
     checkpoint: Path | None = None,
 ) -> tuple[list[Path], list[str]]:
-    """Tune (if ``tune_epochs``, on ``device``) and keep the tuned set only where it helps (a higher STS mean on
-    the dev years, 2012-2014); export both folders (made smaller as ``dtype``, ``dims`` and ``top_words`` ask:
-    the sentence-transformers folder stays float32), score them, write the card; returns the folders and a
-    summary. ``checkpoint``: where a tuning stopped part way goes on from (``tune_run``'s)."""
+    """Tune (if ``tune_epochs``, on ``device``) and keep the tuned set only where it helps: each set is exported
+    as model2vec made as small as ``dtype``, ``dims`` and ``top_words`` ask and scored as its loader reads it,
+    and the higher STS mean on the dev years (2012-2014) is kept. Export the sentence-transformers folder too
+    (it stays float32), write the card; returns the folders and a summary. ``checkpoint``: where a tuning
+    stopped part way goes on from (``tune_run``'s)."""
     from distill.tune.options import TuneOptions
     from distill.tune.train import tune_run
 
     run = RunDir(result.out)
-    best = result.manifest["best"]
-    pairs = load_sts()
-    candidates = {best: score_inputs([run.path], best, pairs)[0]}
+    candidates = [result.manifest["best"]]
     if tune_epochs:
         tuned, _, _ = tune_run(
             run.path,
-            best,
+            candidates[0],
             options=TuneOptions(epochs=tune_epochs),
             progress=progress,
             device=device,
             checkpoint=checkpoint,
         )
-        candidates[tuned] = score_inputs([run.path], tuned, pairs)[0]
-    exported = max(candidates, key=lambda name: candidates[name].mean(DEV_YEARS))
-    folders = []
-    for fmt, name in FOLDERS:
-        (path, _), *_ = export_run(run.path, vector_set=exported, formats=[fmt], out=run.path / name, dtype=dtype,
-                                   dims=dims, top_words=top_words)  # fmt: skip
-        folders.append(path)  # listed in the run's manifest by export_run
-    scores = [score_sts(model2vec_encoder(folders[0]), pairs, f"{exported} (model2vec export)")]
-    scores += [score for name, score in candidates.items() if name != exported]
+        candidates.append(tuned)
+    pairs = load_sts()
+    sts = {}
+    for name in candidates:  # as exported: a set that loses more to the sizes asked can lose the choice
+        path = _export(run, name, *FOLDERS[0], dtype, dims, top_words)
+        sts[name] = score_sts(model2vec_encoder(path), pairs, f"{name} (model2vec export)")
+    exported = max(candidates, key=lambda name: sts[name].mean(DEV_YEARS))
+    if exported != candidates[-1]:  # the folder holds the last one exported
+        _export(run, exported, *FOLDERS[0], dtype, dims, top_words)
+    folders = [run.path / FOLDERS[0][1], _export(run, exported, *FOLDERS[1], dtype, dims, top_words)]
+    scores = [sts[exported], *(sts[name] for name in candidates if name != exported)]
     words = {name: word_scores(run, name) for name in candidates}
     manifest = run.manifest()
     for folder, (fmt, _) in zip(folders, FOLDERS, strict=True):
@@ -153,4 +162,4 @@ def build_model(
         f"{s.sentences_per_second:,.0f} sentences/s"
         for s in scores
     ]
-    return folders, [f"exported {exported} (the better on the dev years, STS 2012-2014)", *summary]
+    return folders, [f"exported {exported} (the better export on the dev years, STS 2012-2014)", *summary]

@@ -136,7 +136,8 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
 
     out = tmp_path / "run"
     done = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(out),
-                "--tune-epochs", "3", "--teacher-bags", "200", "--bag-topics", "0", "--no-progress")  # fmt: skip
+                "--tune-epochs", "3", "--teacher-bags", "200", "--bag-topics", "0", "--dims", "8",
+                "--no-progress")  # fmt: skip
     assert done.returncode == 0, done.stderr  # (topic bags, whose 50,000 words are slow to read: test_bags.py)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["teacher_bags"] == 200 and manifest["config"]["bag_topics"] == 0
@@ -147,6 +148,13 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     exported = scores["exported"]
     assert exported in (manifest["best"], tuned) and scores["chosen_on"] == "STS 2012-2014"
     assert scores["sts"][0]["label"] == f"{exported} (model2vec export)" and len(scores["sts"]) == 2
+    # the choice is made on both sets as exported (as small as asked), the kept one the higher on the dev years
+    other = ({manifest["best"], tuned} - {exported}).pop()
+    assert scores["sts"][1]["label"] == f"{other} (model2vec export)"
+    dev = [np.mean([s["per_year"][y] for y in ("2012", "2013", "2014")]) for s in scores["sts"]]
+    assert dev[0] >= dev[1]
+    m2v_exported = json.loads((out / "model2vec" / "export.json").read_text())
+    assert m2v_exported["set"] == exported and m2v_exported["dims"] == 8
     from huggingface_hub import ModelCard
 
     card = (out / "model2vec" / "README.md").read_text()
