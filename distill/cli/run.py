@@ -123,7 +123,13 @@ def export(
         ),
     ] = Scale.VECTOR,
     dims: Annotated[Optional[int], typer.Option(help="PCA of the vocabulary to this many dimensions.")] = None,
-    top_words: Annotated[Optional[int], typer.Option(help="Keep only the N most frequent words.")] = None,
+    top_words: Annotated[
+        Optional[int],
+        typer.Option(
+            help="Keep only the N most frequent words (in a model2vec or sentence-transformers folder, a "
+            "word left out that is one of the model's pieces keeps its vector as that piece)."
+        ),
+    ] = None,
     weighting: Annotated[
         WeightingChoice,
         typer.Option(

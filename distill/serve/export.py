@@ -108,7 +108,8 @@ def export_run(
     if dims is not None:  # of the vectors as distilled, then the recipe: centring would undo the weights baked in;
         pca = fit_pca(kv.vectors, dims, center=recipe.unit)  # a set tuned for sentences (no recipe) keeps its mean
         prepared = apply_recipe(pca.transform(kv.vectors), counts, recipe, words_per_line(manifest))
-    words, vectors = keep_top(list(kv.index_to_key), prepared, top_words)
+    every = list(kv.index_to_key)
+    words, vectors = keep_top(every, prepared, top_words)
     counts = counts[: len(words)] if counts is not None else None
     info: dict[str, Any] = {
         "run": str(run.path),
@@ -131,6 +132,8 @@ def export_run(
         projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
         projected[has_vector] = pca.transform(pieces.vectors[has_vector])
         pieces = dataclasses.replace(pieces, vectors=projected)
+    if pieces is not None and len(words) < len(every):  # a word left out keeps its row where it is one piece
+        pieces = pieces.with_words(every[len(words) :], prepared[len(words) :])
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path
     scores = run_word_scores(run.path, name)

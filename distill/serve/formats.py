@@ -142,8 +142,11 @@ def wordpiece_fallback(words: Sequence[str], values: np.ndarray, pieces: Any) ->
     extra = [t for t in ids if t not in vocab and t.removeprefix(prefix).isalpha() and has_vector[ids[t]]]
     piece_ids = [ids[t] for t in extra]
     piece_rows = pieces.vectors[piece_ids].astype(np.float32)
-    if not pieces.scaled:  # tuned pieces keep the norms they were trained to
-        piece_rows *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(piece_rows, axis=1, keepdims=True)
+    if not pieces.scaled:  # tuned pieces keep the norms they were trained to, a word's own row its norm
+        scale = ~pieces.own_rows[piece_ids]
+        piece_rows[scale] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(
+            piece_rows[scale], axis=1, keepdims=True
+        )
     piece_rows[pieces.counts[piece_ids] == 0] *= LAST_RESORT  # letters read alone
     for t in [*extra, UNK]:
         vocab[t] = len(vocab)
@@ -174,8 +177,9 @@ def bpe_fallback(
         return None
     ids, seen, has = spec["model"]["vocab"], pieces.counts > 0, pieces.has_vector
     rows = pieces.vectors.astype(np.float32)
-    if not pieces.scaled:  # tuned pieces keep the norms they were trained to
-        rows[has] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(rows[has], axis=1, keepdims=True)
+    if not pieces.scaled:  # tuned pieces keep the norms they were trained to, a word's own row its norm
+        scale = has & ~pieces.own_rows
+        rows[scale] *= np.median(np.linalg.norm(values, axis=1)) / np.linalg.norm(rows[scale], axis=1, keepdims=True)
     merges = _merges(spec["model"])
     resort = _merged_rows(ids, merges, rows, has, seen)
     alphabetic = np.zeros(len(rows), bool)  # as the WordPiece export: punctuation and digits add nothing

@@ -139,6 +139,7 @@ class PieceVectors:
     counts: np.ndarray  # (n_pieces,)
     lowercase: bool = False
     scaled: bool = False  # already at their set's scale (tuned with it): exports keep their norms
+    own: np.ndarray | None = None  # (n_pieces,) bool: rows that are a word's own vector (:meth:`with_words`)
 
     @classmethod
     def open(cls, run_dir: str | Path, layer: int) -> PieceVectors | None:
@@ -182,15 +183,35 @@ class PieceVectors:
         return found
 
     @property
+    def own_rows(self) -> np.ndarray:
+        """(n_pieces,) bool: the rows :meth:`with_words` gave a word's own vector (exports keep their norms)."""
+        return np.zeros(len(self.vectors), dtype=bool) if self.own is None else self.own
+
+    def with_words(self, words: Sequence[str], vectors: np.ndarray) -> PieceVectors:
+        """A copy in which each of ``words`` that the tokenizer reads as one piece gives that piece its row
+        (``vectors``'): a word an export leaves out (``--top-words``) keeps its vector where it is one piece. A
+        tuned set needs this most: its table held the word, so the piece of the same text never had a row."""
+        rows, counts, own = self.vectors.copy(), self.counts.copy(), self.own_rows.copy()
+        for row, ids in zip(vectors, self.pieces_of(words), strict=True):
+            if len(ids) == 1:
+                rows[ids[0]], counts[ids[0]], own[ids[0]] = row, max(counts[ids[0]], 1), True
+        return replace(self, vectors=rows, counts=counts, own=own)
+
+    @property
     def has_vector(self) -> np.ndarray:
         """(n_pieces,) bool: the pieces whose row is not all zeros (seen, or given a row since)."""
         return np.any(self.vectors != 0, axis=1)
 
     def pieces(self, word: str) -> list[int]:
         """Token ids of ``word`` as it appears after a space in running text (offsets, not string surgery)."""
-        text = "a " + (word.lower() if self.lowercase else word)
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        return [i for i, (start, end) in zip(enc["input_ids"], enc["offset_mapping"]) if end > 2 and start >= 1]
+        return self.pieces_of([word])[0]
+
+    def pieces_of(self, words: Sequence[str]) -> list[list[int]]:
+        """:meth:`pieces` of each of ``words``, tokenized in one batch."""
+        texts = ["a " + (word.lower() if self.lowercase else word) for word in words]
+        enc = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        return [[i for i, (start, end) in zip(ids, offsets) if end > 2 and start >= 1]
+                for ids, offsets in zip(enc["input_ids"], enc["offset_mapping"])]  # fmt: skip
 
     def vector(self, word: str, ids: list[int] | None = None) -> np.ndarray | None:
         """Mean of the seen pieces' vectors (``ids``: the word's pieces, when known); None when no piece of the

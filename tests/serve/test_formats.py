@@ -617,6 +617,41 @@ def test_an_export_has_rows_for_the_pieces_seen_and_letters_read_alone_only(word
     np.testing.assert_allclose([norms[kept[by_id[i]]] for i in read], 4.0 * LAST_RESORT, rtol=1e-6)
 
 
+def test_a_word_a_tuned_table_held_keeps_its_row_when_an_export_leaves_it_out(wordpiece_tokenizer, rng):
+    """A tuned set's piece file has no row for a piece whose text was a word of the table: an export that leaves
+    the word out (``--top-words``) gives that piece the word's own row, at its own norm."""
+    from distill.serve.formats import wordpiece_fallback
+    from distill.serve.pieces import PieceVectors
+
+    vocab = wordpiece_tokenizer.get_vocab()
+    whole = [t for t in vocab if len(t) > 3 and t.isalpha()][:2]  # words that are one piece
+    counts, vectors = np.ones(len(vocab), int), rng.normal(size=(len(vocab), 4)).astype(np.float32)
+    counts[[vocab[t] for t in whole]], vectors[[vocab[t] for t in whole]] = 0, 0.0  # no row, as when tuned
+    own = rng.normal(size=(2, 4)).astype(np.float32) * [[3.0], [0.5]]
+    for scaled in (True, False):
+        pieces = PieceVectors(wordpiece_tokenizer, vectors, counts, lowercase=True, scaled=scaled)
+        tokenizer, rows = wordpiece_fallback(["zzword"], np.ones((1, 4), np.float32), pieces.with_words(whole, own))
+        for word, row in zip(whole, own, strict=True):
+            (i,) = tokenizer.encode(word, add_special_tokens=False).ids
+            np.testing.assert_allclose(rows[i], row, rtol=1e-6)  # its own vector, not rescaled
+        (j,) = tokenizer.encode("zzword", add_special_tokens=False).ids
+        assert j == 0  # a word kept is still its own row
+
+
+def test_words_left_out_of_an_export_keep_their_vectors_where_they_are_one_piece(pieces_run, tmp_path):
+    from model2vec import StaticModel
+
+    from distill.serve.pieces import PieceVectors
+
+    kv = distill.load(pieces_run, vector_set="layer1.mean")
+    ((path, _),) = export_run(pieces_run, pooling="mean", formats=[Format.MODEL2VEC], out=tmp_path / "m",
+                              weighting="none", top_words=5)  # fmt: skip
+    left = kv.index_to_key[5:]
+    one = [w for w, ids in zip(left, PieceVectors.open(pieces_run, 1).pieces_of(left), strict=True) if len(ids) == 1]
+    assert len(one) > 10
+    np.testing.assert_allclose(StaticModel.from_pretrained(str(path)).encode(one), kv[one], rtol=1e-4, atol=1e-5)
+
+
 def test_an_export_gives_a_word_of_letters_never_seen_their_reading_alone(pieces_run, tiny_bert_dir, tmp_path):
     from model2vec import StaticModel
 
