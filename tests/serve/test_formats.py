@@ -617,25 +617,29 @@ def test_an_export_has_rows_for_the_pieces_seen_and_letters_read_alone_only(word
     np.testing.assert_allclose([norms[kept[by_id[i]]] for i in read], 4.0 * LAST_RESORT, rtol=1e-6)
 
 
-def test_a_word_a_tuned_table_held_keeps_its_row_when_an_export_leaves_it_out(wordpiece_tokenizer, rng):
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_a_word_a_tuned_table_held_keeps_its_row_when_an_export_leaves_it_out(kind, request, rng):
     """A tuned set's piece file has no row for a piece whose text was a word of the table: an export that leaves
     the word out (``--top-words``) gives that piece the word's own row, at its own norm."""
-    from distill.serve.formats import wordpiece_fallback
+    from distill.serve.formats import bpe_fallback, wordpiece_fallback
     from distill.serve.pieces import PieceVectors
 
-    vocab = wordpiece_tokenizer.get_vocab()
-    whole = [t for t in vocab if len(t) > 3 and t.isalpha()][:2]  # words that are one piece
+    tokenizer = request.getfixturevalue(f"{kind}_tokenizer")
+    vocab, mark = tokenizer.get_vocab(), "Ġ" if kind == "bpe" else ""
+    whole = [t for t in vocab if t.startswith(mark) and len(t) > 3 + len(mark) and t[len(mark) :].isalpha()][:2]
+    words = [t[len(mark) :] for t in whole]  # words that are one piece
     counts, vectors = np.ones(len(vocab), int), rng.normal(size=(len(vocab), 4)).astype(np.float32)
     counts[[vocab[t] for t in whole]], vectors[[vocab[t] for t in whole]] = 0, 0.0  # no row, as when tuned
     own = rng.normal(size=(2, 4)).astype(np.float32) * [[3.0], [0.5]]
     for scaled in (True, False):
-        pieces = PieceVectors(wordpiece_tokenizer, vectors, counts, lowercase=True, scaled=scaled)
-        tokenizer, rows = wordpiece_fallback(["zzword"], np.ones((1, 4), np.float32), pieces.with_words(whole, own))
-        for word, row in zip(whole, own, strict=True):
-            (i,) = tokenizer.encode(word, add_special_tokens=False).ids
+        pieces = PieceVectors(tokenizer, vectors, counts, lowercase=False, scaled=scaled).with_words(words, own)
+        kept = np.ones((1, 4), np.float32)
+        made = wordpiece_fallback(["zzword"], kept, pieces) or bpe_fallback(["zzword"], kept, pieces, False)
+        exported, rows = made
+        for word, row in zip(words, own, strict=True):
+            (i,) = exported.encode(word, add_special_tokens=False).ids
             np.testing.assert_allclose(rows[i], row, rtol=1e-6)  # its own vector, not rescaled
-        (j,) = tokenizer.encode("zzword", add_special_tokens=False).ids
-        assert j == 0  # a word kept is still its own row
+        assert exported.encode("zzword", add_special_tokens=False).ids == [0]  # a word kept is still its own row
 
 
 def test_words_left_out_of_an_export_keep_their_vectors_where_they_are_one_piece(pieces_run, tmp_path):
