@@ -293,10 +293,13 @@ class SetFallback:
 def write_tuned_pieces(
     run_dir: Path, set_name: str, pieces: PieceVectors, tokenizer: Any, rows: np.ndarray, n_words: int
 ) -> Path:
-    """Save the piece rows of a tuned export table (rows past the ``n_words`` words, the unknown row last) by
-    the model's token ids, as :class:`PieceVectors` at their tuned scale; returns the file."""
+    """Save the piece rows of a tuned export table (the rows after its ``n_words`` words, the unknown row last) by
+    the model's token ids, as :class:`PieceVectors` at their tuned scale; returns the file. A piece whose text is
+    a word of the table (``queen``, ``Ġqueen``) gets the word's tuned row: the table held the word, never that
+    piece, and an unknown word that splits into it (or an export that leaves the word out) reads it."""
     vectors = np.zeros_like(pieces.vectors, dtype=np.float32)
+    model = pieces.tokenizer.get_vocab()
     for token, row in tokenizer.get_vocab().items():
-        if n_words <= row < len(rows) - 1:
-            vectors[pieces.tokenizer.convert_tokens_to_ids(token)] = rows[row]
+        if row < len(rows) - 1 and token in model and (row >= n_words or pieces.counts[model[token]] > 0):
+            vectors[model[token]] = rows[row]
     return write_pieces(Path(run_dir) / tuned_pieces_name(set_name), vectors, pieces.counts, True)

@@ -196,6 +196,10 @@ def test_tuning_trains_the_exports_whole_table_and_blend_scales_the_change(tiny_
     assert f"{name}.pieces.npz" in json.loads((run.out / "manifest.json").read_text())["files"]
     tuned = SetFallback.open(run.out, name).piece_vectors()
     assert tuned.scaled and np.abs(tuned.vectors - untrained).max() > 1e-3  # the pieces were trained too
+    model_vocab = tuned.tokenizer.get_vocab()  # a piece whose text is a word of the table: the word's tuned row
+    whole = [w for w in kv.index_to_key if w in model_vocab and tuned.counts[model_vocab[w]] > 0]
+    assert len(whole) > 10
+    np.testing.assert_allclose(tuned.vectors[[model_vocab[w] for w in whole]], kv[whole], atol=1e-6)
     [(path, _)] = export_run(run.out, vector_set=name, formats=[Format.MODEL2VEC], out=tmp_path / "m")
     model = StaticModel.from_pretrained(str(path))
     vocab = model.tokenizer.get_vocab()
