@@ -3,6 +3,7 @@ model2vec and sentence-transformers folders with a model card (teacher, corpus, 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from distill.rundir import RunDir
 from distill.serve.card import WORD_BENCHMARKS as CARD_NAMES
 from distill.serve.card import Score, card_text
 from distill.serve.export import export_run
-from distill.serve.formats import Format
+from distill.serve.formats import EXPORT_INFO, Format
 
 WORD_BENCHMARKS = ("simlex999", "men", "ws353")
 
@@ -57,6 +58,7 @@ def model_card(
     words: dict[str, Any],
     library: Format,
     model_id: str,
+    stored: dict[str, Any] | None = None,
 ) -> str:
     """README.md of an exported folder: the Hub's metadata with the model's scores, and the two tables."""
     lines = []
@@ -79,7 +81,7 @@ def model_card(
                for name, value in mteb.items()]  # fmt: skip
     results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
                       f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
-    return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)])
+    return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)], stored)
 
 
 #: The folders of the production model inside its run folder, by format.
@@ -149,7 +151,8 @@ def build_model(
     manifest = run.manifest()
     for folder, (fmt, _) in zip(folders, FOLDERS, strict=True):
         model_id = f"{run.path.name}-{folder.name}"  # the run folder's name and the format's
-        write_text(model_card(manifest, exported, scores, words, fmt, model_id), folder / "README.md")
+        stored = json.loads((folder / EXPORT_INFO).read_text(encoding="utf-8"))
+        write_text(model_card(manifest, exported, scores, words, fmt, model_id, stored), folder / "README.md")
         write_json({"exported": exported, "chosen_on": "STS 2012-2014", "words": words,
                     "sts": [{"label": s.label, "per_year": s.per_year, "mean": s.mean(), "mteb": s.mteb(),
                              "mteb_mean": s.mteb_mean(), "sts13_16_mean": s.mean_13_16()} for s in scores]},

@@ -100,8 +100,10 @@ def card_text(
     model_id: str,
     scores: Sequence[Score] = (),
     sections: Sequence[str] = (),
+    stored: dict[str, Any] | None = None,
 ) -> str:
-    """The README.md of an export folder in ``library``'s format, named ``model_id``."""
+    """The README.md of an export folder in ``library``'s format, named ``model_id``; ``stored``: the export's
+    ``export.json`` (its dtype, dimensions and words kept)."""
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
     library_name, tags = LIBRARIES[library]
@@ -123,7 +125,8 @@ def card_text(
             for s in scores
         ] or None,
     )  # fmt: skip
-    body = [f"# {model_id}", "", *_about(manifest, set_name, teacher), "", *_usage(library, model_id)]
+    about = [*_about(manifest, set_name, teacher), *_stored(stored or {}, library)]
+    body = [f"# {model_id}", "", *about, "", *_usage(library, model_id)]
     for section in sections:
         body += ["", section]
     if scores:
@@ -151,6 +154,19 @@ def _about(manifest: dict[str, Any], set_name: str, teacher: str | None) -> list
         f"- vector set: `{set_name}`"
         + _tuning(manifest.get("derived", {}).get(set_name, {}), bool(manifest["config"].get("teacher_texts"))),
     ]
+
+
+def _stored(info: dict[str, Any], library: str) -> list[str]:
+    """How an export made the set smaller, from its ``export.json``: nothing when it keeps it whole in float32."""
+    dtype = info.get("dtype", "float32")
+    rounded = "int8, one scale for the table" if dtype == "int8" else dtype
+    parts = [] if dtype == "float32" else [rounded if library == "model2vec" else f"float32 rounded to {dtype}"]
+    if info.get("dims"):
+        share = info["pca_explained_variance"]
+        parts.append(f"{info['dims']} dimensions (PCA of the vocabulary, {share:.0%} of its variance)")
+    if info.get("top_words"):
+        parts.append(f"its {info['words']:,} most frequent words")
+    return ["- stored: " + "; ".join(parts)] if parts else []
 
 
 def _vocabulary(manifest: dict[str, Any], set_name: str) -> str:

@@ -121,6 +121,8 @@ def export_run(
     }
     if pca is not None:
         info.update(dims=dims, pca_explained_variance=pca.explained_variance_ratio)
+    if top_words is not None:
+        info.update(top_words=top_words)
     q = quantize(vectors, dtype, scale)  # before any file is written: vectors out of float16's range are refused
     stem = name + (f".top{top_words}" if top_words else "") + (f".d{dims}" if dims else "")
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
@@ -139,7 +141,7 @@ def export_run(
     scores = run_word_scores(run.path, name)
 
     def card(fmt: Format, folder: Path) -> str:
-        return card_text(manifest, name, fmt.value, folder.name, scores)
+        return card_text(manifest, name, fmt.value, folder.name, scores, stored=info)
 
     written = []
     for fmt in formats:

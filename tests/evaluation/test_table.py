@@ -159,6 +159,7 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
 
     card = (out / "model2vec" / "README.md").read_text()
     assert f"- vector set: `{exported}`" in card and "## STS 2012-2016" in card and "## Words" in card
+    assert "\n- stored: 8 dimensions (PCA of the vocabulary, " in card  # what the export made smaller
     assert f"{manifest['corpus']['lines']:,} sentences)" in card  # the corpus was read as its sentences
     tuned_line = f"- vector set: `{tuned}`, tuned from `{manifest['best']}` toward the teacher's sentence embeddings"
     assert (tuned_line in card) == (exported == tuned)

@@ -253,6 +253,7 @@ def test_the_recommended_set_exports_as_a_folder_its_loader_reads(tiny_bert_dir,
     assert card.data.library_name == "model2vec" and "static-embeddings" in card.data.tags
     assert card.data.model_name == "model" and card.data.license == "other" and card.data.base_model is None
     assert card.data.pipeline_tag == "sentence-similarity" and f"- vector set: `{best}`" in card.text
+    assert "- stored:" not in card.text  # kept whole, in float32
     assert ".tmp-" not in card.content and str(tmp_path) not in card.content
     assert all(f.stat().st_mode & 0o044 == 0o044 for f in path.iterdir())  # readable by others
     again = export_run(run.out, vector_set="layer1.pc", formats=[Format.MODEL2VEC], out=tmp_path / "model")
@@ -695,6 +696,8 @@ def test_a_smaller_model2vec_export_keeps_the_piece_fallback(pieces_run, tmp_pat
                               weighting="none", **smaller)  # fmt: skip
     oov, known = StaticModel.from_pretrained(str(path)).encode(["kingqqq", "king"])
     assert np.any(oov) and oov @ known / np.linalg.norm(oov) / np.linalg.norm(known) == pytest.approx(1.0, abs=1e-5)
+    said = {"dtype": "- stored: int8, one scale for the table\n", "dims": "- stored: 4 dimensions (PCA of the"}
+    assert said[next(iter(smaller))] in (path / "README.md").read_text()  # the card says what was made smaller
 
 
 def test_a_dtype_a_format_cannot_store_is_said(pieces_run, tmp_path, caplog):
