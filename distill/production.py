@@ -22,7 +22,7 @@ from distill.evaluation.sentences import (
 from distill.files import check_replaceable, list_folder, write_json, write_text
 from distill.rundir import RunDir
 from distill.serve.card import WORD_BENCHMARKS as CARD_NAMES
-from distill.serve.card import Score, card_text
+from distill.serve.card import Score, card_text, reshaped
 from distill.serve.export import export_run
 from distill.serve.formats import EXPORT_INFO, Format
 
@@ -79,8 +79,11 @@ def model_card(
     mteb = scores[0].mteb() if scores else {}
     results = [Score("STS", f"mteb/{name.lower()}-sts", f"MTEB {name}", value, "test split", "cosine_spearman", "test")
                for name, value in mteb.items()]  # fmt: skip
-    results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
-                      f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
+    if reshaped(stored):  # the word scores are the sets' as distilled, not this folder's
+        lines += ["", "(The sets as distilled, before the export's `--dims` or `--top-words`.)"]
+    else:
+        results += [Score("word-similarity", b, CARD_NAMES[b], 100 * v["spearman"],
+                          f"{v['covered']:,} of {v['pairs']:,} pairs") for b, v in words[exported].items()]  # fmt: skip
     return card_text(manifest, exported, library.value, model_id, results, ["\n".join(lines)], stored)
 
 

@@ -156,6 +156,12 @@ def _about(manifest: dict[str, Any], set_name: str, teacher: str | None) -> list
     ]
 
 
+def reshaped(stored: dict[str, Any] | None) -> bool:
+    """Whether an export (its ``export.json``) changed the set's vectors beyond rounding (``--dims``,
+    ``--top-words``): the run's scores of the set are then not the folder's."""
+    return bool(stored and (stored.get("dims") or stored.get("top_words")))
+
+
 def _stored(info: dict[str, Any], library: str) -> list[str]:
     """How an export made the set smaller, from its ``export.json``: nothing when it keeps it whole in float32."""
     dtype = info.get("dtype", "float32")

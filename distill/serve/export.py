@@ -15,7 +15,7 @@ from distill.files import check_replaceable, check_writable, subfolder
 from distill.names import EXPORT_DIR
 from distill.rundir import RunDir, check_own_folder, words_per_line
 from distill.serve.anyword import open_fallback
-from distill.serve.card import card_text, run_word_scores, teacher_hub_id
+from distill.serve.card import card_text, reshaped, run_word_scores, teacher_hub_id
 from distill.serve.compress import Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
@@ -141,6 +141,9 @@ def export_run(
     scores = run_word_scores(run.path, name)
 
     def card(fmt: Format, folder: Path) -> str:
+        if reshaped(info):  # the run's scores are of the whole set
+            note = f"Scores: `distill evaluate {folder.name} --benchmarks sts` scores this folder's sentences."
+            return card_text(manifest, name, fmt.value, folder.name, (), [note], stored=info)
         return card_text(manifest, name, fmt.value, folder.name, scores, stored=info)
 
     written = []

@@ -174,7 +174,15 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     assert results["mteb/sts12-sts"] == pytest.approx(scores["sts"][0]["mteb"]["STS12"], abs=0.01)
     assert results["mteb/sts16-sts"] == pytest.approx(scores["sts"][0]["per_year"]["2016"], abs=0.01)
     assert scores["sts"][0]["mteb_mean"] == pytest.approx(np.mean(list(scores["sts"][0]["mteb"].values())))
+    # the word scores are the set's, not those of a folder reduced to 8 dimensions: not the model's metadata
+    assert "simlex999" not in results and "before the export's `--dims` or `--top-words`" in card
+    from distill.production import model_card
+    from distill.serve.formats import Format
+
+    whole = ModelCard(model_card(manifest, exported, [], scores["words"], Format.MODEL2VEC, "m", {"dtype": "int8"}))
+    results = {r.dataset_type: r.metric_value for r in whole.data.eval_results}  # a folder of the set's vectors
     assert results["simlex999"] == pytest.approx(100 * scores["words"][exported]["simlex999"]["spearman"], abs=0.01)
+    assert "- stored: int8, one scale for the table" in whole.text
     # both loaders give the same sentence vectors: the mean of the exported words' vectors
     m2v, st = StaticModel.from_pretrained(str(out / "model2vec")), SentenceTransformer(str(out / "st"), device="cpu")
     words = " ".join(distill.load(out, vector_set=exported).index_to_key[:3])
