@@ -16,7 +16,7 @@ from distill.names import EXPORT_DIR
 from distill.rundir import RunDir, check_own_folder, words_per_line
 from distill.serve.anyword import open_fallback
 from distill.serve.card import card_text, reshaped, run_word_scores, teacher_hub_id
-from distill.serve.compress import Scale, fit_pca, quantize
+from distill.serve.compress import Pca, Scale, fit_pca, quantize
 from distill.serve.compress import top_words as keep_top
 from distill.serve.formats import (
     FOLDER_FORMATS,
@@ -71,6 +71,19 @@ def set_pieces(run_dir: Path, name: str) -> Any:
     from distill.serve.alone import read_unseen_letters  # torch and the model, only for exports with pieces
 
     return read_unseen_letters(run_dir, name, fallback.piece_vectors())
+
+
+def export_pieces(run_dir: Path, name: str, pca: Pca | None, left_out: Sequence[str], rows: np.ndarray) -> Any:
+    """The piece vectors a sentence export of set ``name`` falls back to (None: the run has none): in the words'
+    reduced space under ``pca``, and each word ``left_out`` (``--top-words``; ``rows``: their vectors) giving its
+    row to its piece where the tokenizer reads it as one."""
+    pieces = set_pieces(run_dir, name)
+    if pieces is not None and pca is not None:
+        has_vector = pieces.has_vector  # seen, or a letter read alone
+        projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
+        projected[has_vector] = pca.transform(pieces.vectors[has_vector])
+        pieces = dataclasses.replace(pieces, vectors=projected)
+    return pieces.with_words(left_out, rows) if pieces is not None and len(left_out) else pieces
 
 
 def export_run(
@@ -128,14 +141,7 @@ def export_run(
     stem += "" if dtype is DType.FLOAT32 else f".{dtype.value}"
     out_dir = check_writable(Path(out).parent if itself else out or subfolder(run.path, EXPORT_DIR))  # type: ignore[arg-type]
     sentences = {Format.SENTENCE_TRANSFORMERS, Format.MODEL2VEC} & set(formats)
-    pieces = set_pieces(run.path, name) if sentences else None
-    if pieces is not None and pca is not None:  # the pieces in the words' reduced space
-        has_vector = pieces.has_vector  # seen, or a letter read alone
-        projected = np.zeros((len(pieces.vectors), pca.components.shape[0]), dtype=np.float32)
-        projected[has_vector] = pca.transform(pieces.vectors[has_vector])
-        pieces = dataclasses.replace(pieces, vectors=projected)
-    if pieces is not None and len(words) < len(every):  # a word left out keeps its row where it is one piece
-        pieces = pieces.with_words(every[len(words) :], prepared[len(words) :])
+    pieces = export_pieces(run.path, name, pca, every[len(words) :], prepared[len(words) :]) if sentences else None
     lowercase = bool(manifest["vocabulary"]["lowercase"])
     teacher = teacher_hub_id(manifest) or Path(str(manifest["model"]["source"])).name  # never a local path
     scores = run_word_scores(run.path, name)
