@@ -326,7 +326,14 @@ def model(
         str, typer.Option(help="Numbers the model2vec folder stores: float32, float16 or int8 (one scale for all).")
     ] = DType.FLOAT32.value,
     dims: Annotated[Optional[int], typer.Option(min=1, help="PCA of the vocabulary to this many dimensions.")] = None,
-    top_words: Annotated[Optional[int], typer.Option(min=1, help="Keep only the N most frequent words.")] = None,
+    top_words: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1,
+            help="Keep only the N most frequent words (a word left out that is one of the teacher's pieces keeps its "
+            "vector as that piece).",
+        ),
+    ] = None,
     teacher_bags: Annotated[
         int,
         typer.Option(
