@@ -60,7 +60,9 @@ def model_card(
     model_id: str,
     stored: dict[str, Any] | None = None,
 ) -> str:
-    """README.md of an exported folder: the Hub's metadata with the model's scores, and the two tables."""
+    """README.md of an exported folder: the Hub's metadata with the model's scores, and the two tables;
+    ``stored``: the folder's ``export.json`` (the sets' word scores stay out of the metadata of a folder that
+    ``--dims`` or ``--top-words`` reshaped)."""
     lines = []
     if scores:
         title, dev, held = _years(manifest)
