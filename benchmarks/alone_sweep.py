@@ -1,25 +1,28 @@
 """Which prompt should a word be read alone in? Every template x layer, scored on the dev word sets.
 
-    python benchmarks/alone_sweep.py [--model minilm|mpnet|smollm2] [--templates bare,meaning,...] [--held-out]
+    python benchmarks/alone_sweep.py [--model minilm|mpnet|smollm2] [--templates bare,meaning,...]
+        [--pools pieces,last,prompt] [--held-out]
 
 Each word of SimLex-999, MEN and WS353 (and its sim/rel halves) is read alone by the model inside each
-template (only the word's own pieces pooled, as ``--alone-template`` does), in every layer; every pair is
-scored (Spearman x100), one row per template and layer, plus the recommended set's layers combined
-(``best``: their unit vectors averaged, as ``--best`` combines them). ``--sentence-embedding`` adds, per
-template, the model's own sentence embedding of the prompt (sentence-transformers, every token pooled).
+template, pooled as each of ``--pools`` says (``encode_alone``'s pool: the word's own pieces, as runs read it, its last
+piece, every token of the prompt, or both), in every layer; every pair is scored (Spearman x100), one row per template,
+pool and layer, plus the recommended set's layers combined (``best``: their unit vectors averaged, as
+``--best`` combines them). ``--sentence-embedding`` adds, per template, the model's own sentence embedding of
+the prompt (sentence-transformers, every token pooled).
 ``--held-out`` adds RW and MTurk-287, to be read only after the choice is made on the dev sets.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 import numpy as np
 
 from distill.config import TEMPLATES, Template, best_layers
 from distill.encoders import is_causal, load_encoder, load_encoder_config
-from distill.encoding.alone import encode_alone
+from distill.encoding.alone import AlonePool, encode_alone
 from distill.evaluation.datasets import SimilarityDataset, load_similarity
 from distill.evaluation.metrics import evaluate_similarity
 from distill.paths import default_gguf, resolve_model
@@ -40,7 +43,7 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--templates", default=",".join(TEMPLATES))
     parser.add_argument("--held-out", action="store_true")
-    parser.add_argument("--last-piece", action="store_true", help="pool the word's last piece, not all its pieces")
+    parser.add_argument("--pools", default="pieces", help="how the reading is pooled: pieces, last, prompt, both")
     parser.add_argument(
         "--sentence-embedding",
         action="store_true",
@@ -65,12 +68,12 @@ def main() -> None:
         embedder = SentenceTransformer(str(source), device="cpu")
     span = f"{top[0]}-{top[-1]}" if len(top) > 1 else str(top[0])
     print(f"{args.model}: {len(words):,} words, layers 0-{n_layers}, best = {span}")
-    print("| template | layer | " + " | ".join(names) + " | dev mean |")
-    print("|---|---|" + "---:|" * (len(names) + 1))
-    for spec in args.templates.split(","):
+    print("| template | pool | layer | " + " | ".join(names) + " | dev mean |")
+    print("|---|---|---|" + "---:|" * (len(names) + 1))
+    for spec, pool in itertools.product(args.templates.split(","), args.pools.split(",")):
         template = Template.parse(spec)
         t0 = time.perf_counter()
-        states = encode_alone(encoder, words, layers, template=template, last_piece=args.last_piece)
+        states = encode_alone(encoder, words, layers, template=template, pool=AlonePool(pool))
         seconds = time.perf_counter() - t0
         rows = [(str(layer), states[layer]) for layer in layers]
         rows.append(("best", combine([states[layer] for layer in top])))
@@ -80,8 +83,8 @@ def main() -> None:
         for label, matrix in rows:
             values = scores(words, matrix, sets, lowercase)
             dev = float(np.mean(values[: len(DEV)]))
-            print(f"| {template} | {label} | " + " | ".join(f"{v:.1f}" for v in values) + f" | {dev:.1f} |")
-        print(f"<!-- {template}: {len(words):,} words read in {seconds:.1f} s -->")
+            print(f"| {template} | {pool} | {label} | " + " | ".join(f"{v:.1f}" for v in values) + f" | {dev:.1f} |")
+        print(f"<!-- {template}, {pool}: {len(words):,} words read in {seconds:.1f} s -->")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
                                         [--remove-top 0,1,2,3] [--alone 0,0.15,0.25,0.5]
-                                        [--templates word,bare] [--analogies 300000]
+                                        [--templates word,bare] [--pools pieces,both] [--analogies 300000]
 
 For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
 (covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
@@ -15,7 +15,10 @@ gives the scores of applying it to all. Last, all-but-the-top post-processing (c
 remove its top D principal directions) as one affine map applied to the set and to the fallback vectors
 alike, scored under pieces. With ``--alone 0,0.25``: each weight W of the words read alone by the run's
 model (``distill run --alone-weight W``), scored on covered pairs and on every pair under ``alone``; with
-``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's). With
+``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's), and
+with ``--pools``, for each way the added reading is pooled (``encode_alone``'s pool; runs read the word's
+pieces): a word the set lacks then keeps its pieces' reading as its own vector, to which W times the pooled
+reading is added, as to a set word. With
 ``--analogies N``, also the Google analogies (a dev set of issue 34) for each W, every one of the set's first N
 words read alone. The dev mean is that of SimLex-999, MEN and WS353; RW is held out (issue 34), shown, never
 chosen on.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -64,6 +68,7 @@ def main() -> None:
     parser.add_argument("--remove-top", default="0,1,2,3")
     parser.add_argument("--alone", default="", help="weights W of the words read alone, e.g. 0,0.15,0.25,0.5")
     parser.add_argument("--templates", default="", help="prompts to read the words alone in, e.g. word,bare")
+    parser.add_argument("--pools", default="", help="how the readings are pooled, e.g. pieces,both")
     parser.add_argument("--analogies", type=int, default=0, metavar="N",
                         help="with --alone: also Google 3CosAdd for each W, the set's first N words read alone "
                              "as candidates (the questions' words among them)")  # fmt: skip
@@ -107,41 +112,46 @@ def main() -> None:
         print(f"pieces top-{d:<3}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS))
     if args.alone:
         weights = [float(x) for x in args.alone.split(",")]
-        for template in args.templates.split(",") if args.templates else [None]:
-            results.update(alone_scores(args.run, name, kv, data, weights, template))
+        templates = args.templates.split(",") if args.templates else [None]
+        for template, pool in itertools.product(templates, args.pools.split(",") if args.pools else [None]):
+            reader = alone_reader(args.run, name, template, pool)
+            results.update(alone_scores(reader, kv, data, weights))
             if args.analogies:
-                results.update(alone_analogies(args.run, name, kv, weights, args.analogies, template))
+                results.update(alone_analogies(reader, kv, weights, args.analogies))
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
 
 
-def alone_reader(run: str, name: str, template: str | None):
-    """The run's model reading words alone as the set does, in ``template`` (None: the run's prompt)."""
+def alone_reader(run: str, name: str, template: str | None, pool: str | None = None):
+    """The run's model reading words alone as the set does, in ``template`` (None: the run's prompt), pooled as
+    ``pool`` says (None: the word's pieces)."""
+    from distill.encoding.alone import AlonePool
     from distill.serve.alone import AloneFallback
 
     reader = AloneFallback.open(run, name)
-    if template is not None:
-        reader = dataclasses.replace(reader, template=Template.parse(template), cache={})
-    return reader
+    prompt = reader.template if template is None else Template.parse(template)
+    return dataclasses.replace(reader, template=prompt, pool=AlonePool(pool or "pieces"), cache={})
 
 
-def alone_scores(
-    run: str, name: str, kv, data: dict, weights: list[float], template: str | None = None
-) -> dict[str, dict[str, float]]:
+def alone_scores(reader, kv, data: dict, weights: list[float]) -> dict[str, dict[str, float]]:
     """Scores with each weight W of the words read alone (``distill run --alone-weight W``: each word's vector
     unit(v) + W unit(a), a the model's reading of it alone), covered pairs only and every pair under ``alone``
-    (a missing word: unit(a)). Applied to the scored words only: it depends only on the word."""
-    reader = alone_reader(run, name, template)
+    (a missing word: unit(a), or, when the reading pools more than the word's pieces, unit(p) + W unit(a), p
+    its pieces' reading). Applied to the scored words only: it depends only on the word."""
     words = sorted({w.lower() for d in data.values() for w in dataset_words(d)})
     alone = l2_normalize(reader.matrix(words))
+    pieces = alone
+    if reader.pool != "pieces":  # a missing word's own vector: its pieces' reading
+        pieces = l2_normalize(dataclasses.replace(reader, pool=type(reader.pool).PIECES).matrix(words))
     known = np.array([w in kv.key_to_index for w in words])
     own = l2_normalize(np.array([kv[w] if k else np.zeros(kv.vector_size) for w, k in zip(words, known)]))
     results = {}
     for w in weights:
-        mixed = np.where(known[:, None], own + w * alone, alone).astype(np.float32)
+        mixed = np.where(known[:, None], own + w * alone, pieces + w * alone).astype(np.float32)
         for oov, keep in ((Oov.STANDARD, known), (Oov.PAPER, np.ones_like(known))):
             target = to_keyed_vectors([x for x, k in zip(words, keep) if k], mixed[keep])
             row = {b: evaluate_similarity(target, d, oov).score for b, d in data.items()}
-            label = f"alone {reader.template} W={w:g}, {'covered' if oov is Oov.STANDARD else 'every pair'}"
+            how = "covered" if oov is Oov.STANDARD else "every pair"
+            label = f"alone {reader.template} {reader.pool} W={w:g}, {how}"
             results[label] = row
             dev = np.mean([row[b] for b in DEV])
             print(label.ljust(40), "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
@@ -149,13 +159,10 @@ def alone_scores(
     return results
 
 
-def alone_analogies(
-    run: str, name: str, kv, weights: list[float], top_n: int, template: str | None = None
-) -> dict[str, dict[str, float]]:
+def alone_analogies(reader, kv, weights: list[float], top_n: int) -> dict[str, dict[str, float]]:
     """Google 3CosAdd with each weight W of the words read alone: unlike a pair's score, an analogy's answer is
     any word, so the set's first ``top_n`` words are all read alone and mixed as ``distill run`` mixes them.
     Covered questions, and the share of all questions answered (an uncovered one wrong)."""
-    reader = alone_reader(run, name, template)
     words = list(kv.index_to_key[:top_n])
     own = l2_normalize(np.asarray(kv.vectors[: len(words)], dtype=np.float32))
     alone = l2_normalize(reader.matrix(words))
@@ -164,7 +171,7 @@ def alone_analogies(
     for w in weights:
         scores = evaluate_analogy(to_keyed_vectors(words, (own + w * alone).astype(np.float32)), google)
         total, answered = scores[0], scores[0].all_questions or 0.0
-        label = f"alone {reader.template} W={w:g}, google"
+        label = f"alone {reader.template} {reader.pool} W={w:g}, google"
         results[label] = {"covered": total.score, "all questions": answered, **{s.section: s.score for s in scores[1:]}}
         print(label.ljust(40), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
               f"{100 * answered:.1f} % of all {total.n_total:,}")  # fmt: skip

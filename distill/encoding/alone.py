@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from distill.choices import Choice
 from distill.config import Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
@@ -28,6 +29,17 @@ from distill.iterate import batched
 from distill.names import alone_block, texts_block
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
+from distill.vectors.keyed import l2_normalize
+
+
+class AlonePool(Choice):
+    """Which tokens of a word read alone in its prompt make its reading."""
+
+    PIECES = "pieces"  # the word's own pieces, the prompt's left out (what runs read)
+    LAST = "last"  # the word's last piece: the one a causal model reads after the whole word
+    PROMPT = "prompt"  # every token of the prompt, the word's and the prompt's (special tokens left out)
+    BOTH = "both"  # the sum of the two unit readings, the word's pieces and the whole prompt
+
 
 #: Words read alone from which a progress bar (or a line every few seconds in a log) is shown.
 PROGRESS_FROM = 10_000
@@ -59,38 +71,62 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
-    template: Template = Template(), progress: bool = True, last_piece: bool = False, saved: Path | None = None,
+    template: Template = Template(), progress: bool = True, saved: Path | None = None,
+    pool: AlonePool = AlonePool.PIECES,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
-    ``template``'s prompt; the mean of the word's own pieces (``last_piece``: its last piece, the one a causal
-    model reads after the whole word), the prompt's left out. Progress is shown for :data:`PROGRESS_FROM` words
-    or more. ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.alone`) where each block
-    of :data:`BLOCK` words is kept once read, named for its words and everything its states depend on, so that a
+    ``template``'s prompt, pooled as ``pool`` says: the mean of the word's own pieces, the prompt's left out;
+    its last piece (the one a causal model reads after the whole word); the mean of every token of the prompt,
+    the word's and the prompt's (its special tokens left out); or both, the sum of the pieces' and the whole
+    prompt's unit means, read in one pass. Progress is shown for :data:`PROGRESS_FROM` words or more.
+    ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.alone`) where each block of
+    :data:`BLOCK` words is kept once read, named for its words and everything its states depend on, so that a
     killed run goes on from the blocks it has, with the same states as a run never stopped."""
-    out = np.zeros((len(layers), len(words), encoder.hidden_size), dtype=np.float32)
-    jobs = []
-    for i, word in enumerate(words):
-        text, at = template.fill(word)
-        end = at + len(word)
-        start = max(at, end - 1) if last_piece else at  # the last character lies in the last piece only
-        jobs.append(SentenceJob(i, text, np.array([start]), np.array([end]), np.array([i])))
+    pool, n = AlonePool(pool), len(words)
+    spans = 2 if pool is AlonePool.BOTH else 1  # both: the pieces' rows, then the whole prompt's
+    out = np.zeros((len(layers), spans * n, encoder.hidden_size), dtype=np.float32)
+    jobs = [_job(i, word, template, pool, n) for i, word in enumerate(words)]
     stats = EncodeStats()
-    read = (encoder.source, str(encoder.dtype), encoder.device.type, layers, template.text, last_piece, batch_size)
+    last = pool is AlonePool.LAST  # the blocks' names as before the other poolings
+    read: tuple[Any, ...] = (encoder.source, str(encoder.dtype), encoder.device.type, layers, template.text, last,
+                             batch_size) + (() if last or pool is AlonePool.PIECES else (pool.value,))  # fmt: skip
     bar = progress_bar(len(words), "reading words alone", "word", not progress or len(words) < PROGRESS_FROM)
     with torch.inference_mode():
         for start, chunk in zip(range(0, len(jobs), BLOCK), batched(jobs, BLOCK)):
-            block = out[:, start : start + len(chunk)]
+            index = np.concatenate([np.arange(start, start + len(chunk)) + part * n for part in range(spans)])
+            block = out[:, index]  # a copy: both readings' rows of these words
             path = None if saved is None else saved / alone_block(_digest(read, words[start : start + len(chunk)]))
             if path is None or not _load_block(path, block):
                 for cut in batched(prepare_sorted(encoder, chunk, 0, stats), batch_size):
                     rows, vectors = encode_batch(encoder, layers, make_batch(cut, chunk), stats)
-                    out[:, rows] = vectors.cpu().numpy()
+                    block[:, _block_rows(rows, start, len(chunk), n)] = vectors.cpu().numpy()
                 if path is not None:
                     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
                         np.save(handle, block)
+            out[:, index] = block
             bar.update(len(chunk))
     bar.close()
-    return out
+    return out if spans == 1 else l2_normalize(out[:, :n]) + l2_normalize(out[:, n:])
+
+
+def _job(i: int, word: str, template: Template, pool: AlonePool, n: int) -> SentenceJob:
+    """Word ``i`` in its prompt, with the span (or, pooled both ways, the two spans: rows i and n + i) it pools."""
+    text, at = template.fill(word)
+    start, end = at, at + len(word)
+    if pool is AlonePool.LAST:
+        start = max(at, end - 1)  # the last character lies in the last piece only
+    if pool is AlonePool.PROMPT:
+        start, end = 0, len(text)
+    if pool is AlonePool.BOTH:
+        return SentenceJob(i, text, np.array([start, 0]), np.array([end, len(text)]), np.array([i, n + i]))
+    return SentenceJob(i, text, np.array([start]), np.array([end]), np.array([i]))
+
+
+def _block_rows(rows: np.ndarray, start: int, size: int, n: int) -> np.ndarray:
+    """Where the encoded ``rows`` (out of ``n`` words' rows, or 2n: both readings) lie in a block of ``size``
+    words from word ``start`` (its rows: the pieces' readings, then the whole prompt's)."""
+    part, i = np.divmod(np.asarray(rows), n)
+    return part * size + i - start
 
 
 def _digest(read: tuple[Any, ...], words: Sequence[str]) -> str:

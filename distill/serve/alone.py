@@ -20,7 +20,7 @@ import numpy as np
 
 from distill.config import WORD, Template
 from distill.encoders import Encoder, load_encoder
-from distill.encoding.alone import encode_alone
+from distill.encoding.alone import AlonePool, encode_alone
 from distill.errors import ConfigError
 from distill.files import member, read_npz
 from distill.names import MANIFEST
@@ -46,6 +46,7 @@ class AloneFallback:
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     transform: np.ndarray | None = None  # (dim, dim), applied on the right: a tuned set's map (None: none)
     saved: Path | None = None  # a run's folder for the words read so far (encode_alone's saved), during the run
+    pool: AlonePool = AlonePool.PIECES  # which tokens of the prompt a reading pools (runs read the word's pieces)
     source: ClassVar[str] = "alone"
 
     @classmethod
@@ -103,7 +104,7 @@ class AloneFallback:
         """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
         folded = [w.lower() if self.lowercase else w for w in words]
         states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress,
-                              saved=self.saved)  # fmt: skip
+                              saved=self.saved, pool=self.pool)  # fmt: skip
         read = states[0] if self.combine is None else combine(list(states), self.combine)
         return read if self.transform is None else (read @ self.transform).astype(np.float32)
 

@@ -13,8 +13,8 @@ from distill.vectors.floattext import format_lines
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
-    """Rows to unit length (zero rows stay zero), float32."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    """Rows (the last axis) to unit length (zero rows stay zero), float32."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 

@@ -36,6 +36,12 @@ def test_words_read_alone_are_kept_a_block_a_file_and_never_read_twice(tiny_bert
     assert not np.allclose(other, fresh)
     alone.encode_alone(encoder, WORDS[::-1], (1, 2), saved=saved)
     assert len(list(saved.iterdir())) == 9  # the same words in another order: other blocks
+    both = {"template": Template.parse("concept"), "pool": alone.AlonePool.BOTH}  # two readings a word, one pass
+    fresh = alone.encode_alone(encoder, WORDS, (1, 2), **both)
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved, **both), fresh)
+    batches.clear()
+    np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved, **both), fresh)
+    assert not batches and len(list(saved.iterdir())) == 12
 
 
 def test_a_link_among_the_kept_blocks_is_never_followed(tiny_bert_dir, tmp_path, monkeypatch):

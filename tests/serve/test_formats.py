@@ -448,18 +448,20 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
         distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
 
 
-def test_a_word_read_alone_can_be_pooled_from_its_last_piece_only(tiny_bert_dir):
+def test_a_word_read_alone_is_pooled_from_its_pieces_its_last_piece_or_its_whole_prompt(tiny_bert_dir):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from distill.config import Template
     from distill.encoders import load_encoder
-    from distill.encoding.alone import encode_alone
+    from distill.encoding.alone import AlonePool, encode_alone
 
     encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (1,))
     template = Template.parse("concept")
-    (last,) = encode_alone(encoder, ["kingqqq"], (1,), template=template, last_piece=True)[:, 0]
-    (mean,) = encode_alone(encoder, ["kingqqq"], (1,), template=template)[:, 0]
+    last, mean, prompt, both = (
+        encode_alone(encoder, ["king", "kingqqq"], (1,), template=template, pool=pool)[0, 1]
+        for pool in (AlonePool.LAST, AlonePool.PIECES, AlonePool.PROMPT, AlonePool.BOTH)
+    )
     tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert_dir), AutoModel.from_pretrained(tiny_bert_dir)
     encoded = tokenizer("the concept of kingqqq", return_tensors="pt")
     pieces = len(tokenizer.tokenize("kingqqq"))
@@ -468,6 +470,9 @@ def test_a_word_read_alone_can_be_pooled_from_its_last_piece_only(tiny_bert_dir)
     assert pieces > 1  # [CLS] the concept of king ##q ... [SEP]: the word's pieces end just before [SEP]
     np.testing.assert_allclose(last, states[-2].numpy(), atol=1e-5)
     np.testing.assert_allclose(mean, states[-1 - pieces : -1].mean(dim=0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(prompt, states[1:-1].mean(dim=0).numpy(), atol=1e-5)  # [CLS] and [SEP] left out
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    np.testing.assert_allclose(both, unit(mean) + unit(prompt), atol=1e-5)  # one pass, the word's two rows
 
 
 def test_derive_takes_alone_weight_as_run_does_and_its_old_name_still(pieces_run, tmp_path):
