@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from distill.config import TEMPLATES, Template, best_layers
+from distill.config import TEMPLATES, AlonePool, Template, best_layers
 from distill.encoders import is_causal, load_encoder, load_encoder_config
-from distill.encoding.alone import AlonePool, encode_alone
+from distill.encoding.alone import encode_alone
 from distill.evaluation.datasets import SimilarityDataset, load_similarity
 from distill.evaluation.metrics import evaluate_similarity
 from distill.paths import default_gguf, resolve_model

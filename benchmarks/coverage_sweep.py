@@ -124,7 +124,7 @@ def main() -> None:
 def alone_reader(run: str, name: str, template: str | None, pool: str | None = None):
     """The run's model reading words alone as the set does, in ``template`` (None: the run's prompt), pooled as
     ``pool`` says (None: the word's pieces)."""
-    from distill.encoding.alone import AlonePool
+    from distill.config import AlonePool
     from distill.serve.alone import AloneFallback
 
     reader = AloneFallback.open(run, name)
@@ -135,13 +135,11 @@ def alone_reader(run: str, name: str, template: str | None, pool: str | None = N
 def alone_scores(reader, kv, data: dict, weights: list[float]) -> dict[str, dict[str, float]]:
     """Scores with each weight W of the words read alone (``distill run --alone-weight W``: each word's vector
     unit(v) + W unit(a), a the model's reading of it alone), covered pairs only and every pair under ``alone``
-    (a missing word: unit(a), or, when the reading pools more than the word's pieces, unit(p) + W unit(a), p
-    its pieces' reading). Applied to the scored words only: it depends only on the word."""
+    (a missing word: unit(p) + W unit(a), p its pieces' reading, a itself unless the reading pools the whole
+    prompt too). Applied to the scored words only: it depends only on the word."""
     words = sorted({w.lower() for d in data.values() for w in dataset_words(d)})
-    alone = l2_normalize(reader.matrix(words))
-    pieces = alone
-    if reader.pool != "pieces":  # a missing word's own vector: its pieces' reading
-        pieces = l2_normalize(dataclasses.replace(reader, pool=type(reader.pool).PIECES).matrix(words))
+    own, read = reader.readings(words)  # the pieces' reading, and the one added (the same unless both)
+    alone, pieces = l2_normalize(read), l2_normalize(own)
     known = np.array([w in kv.key_to_index for w in words])
     own = l2_normalize(np.array([kv[w] if k else np.zeros(kv.vector_size) for w, k in zip(words, known)]))
     results = {}
@@ -165,7 +163,7 @@ def alone_analogies(reader, kv, weights: list[float], top_n: int) -> dict[str, d
     Covered questions, and the share of all questions answered (an uncovered one wrong)."""
     words = list(kv.index_to_key[:top_n])
     own = l2_normalize(np.asarray(kv.vectors[: len(words)], dtype=np.float32))
-    alone = l2_normalize(reader.matrix(words))
+    alone = l2_normalize(reader.readings(words)[1])
     google = load_benchmark("google")
     results = {}
     for w in weights:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from distill.config import (
     DEFAULT_MODEL,
     DEFAULT_TEMPLATE,
+    AlonePool,
     DType,
     EncodingErrors,
     Engine,
@@ -69,6 +70,7 @@ def run(
     alone_weight: float = 0.0,
     language_words: int = 0,
     alone_template: str | Template = DEFAULT_TEMPLATE,
+    alone_pool: AlonePool | str = AlonePool.PIECES,
     analyze: bool = False,
     pieces: bool | None = None,
     teacher: bool = False,
@@ -159,6 +161,7 @@ def derive(
     alone: float = 0.0,
     language_words: int = 0,
     alone_template: str | Template | None = None,
+    alone_pool: AlonePool | str = AlonePool.PIECES,
     progress: bool = True,
 ) -> tuple[str, KeyedVectors]:
     """Derive a set from a run's layer sets and write it into the run folder, as ``distill derive``; returns its
@@ -176,13 +179,16 @@ def derive(
             read alone by the run's model, as ``distill run --language-words`` does; 0: none.
         alone_template: the prompt those words are read alone in (a name of ``distill.config.TEMPLATES`` or text
             holding ``{word}`` once); None: the run's own. Another prompt is named in the set's name.
+        alone_pool: what ``alone`` adds: ``pieces``, the reading of the word's own pieces, or ``both``, the sum of
+            that and the whole prompt's reading (a word the set lacks keeps its pieces' reading as its vector).
         progress: a bar while many words are read alone.
     """
     from distill.derived import Recipe
     from distill.derived import derive as derive_set
 
     prompt = None if alone_template is None else Template.parse(alone_template)
-    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words, prompt)  # type: ignore[arg-type]
+    recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, alone, language_words, prompt,  # type: ignore[arg-type]
+                    alone_pool)  # type: ignore[arg-type]  # fmt: skip
     name, kv = derive_set(run_dir, recipe, progress)
     return name, kv
 

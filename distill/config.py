@@ -114,6 +114,16 @@ class Oov(Choice):
         return self in (Oov.PIECES, Oov.ALONE)
 
 
+class AlonePool(Choice):
+    """Which tokens of a word read alone in its prompt make its reading (``--alone-pool`` takes the first and
+    the last: the reading added at ``--alone-weight``)."""
+
+    PIECES = "pieces"  # the word's own pieces, the prompt's left out (what runs read)
+    LAST = "last"  # the word's last piece: the one a causal model reads after the whole word
+    PROMPT = "prompt"  # every token of the prompt, the word's and the prompt's (special tokens left out)
+    BOTH = "both"  # the sum of the two unit readings, the word's pieces and the whole prompt
+
+
 #: Built-in prompts a word is read alone in (``--alone-template``); ``{word}`` stands for the word.
 TEMPLATES = {
     "bare": "{word}",
@@ -420,6 +430,15 @@ class RunConfig:
         MODEL,
         cli_type=str,
     )
+    alone_pool: AlonePool = option(
+        AlonePool.PIECES,
+        "What --alone-weight adds: the reading of the word's own pieces in its prompt (pieces), or the sum of "
+        "that and the reading of the whole prompt, its tokens pooled too (both). A word the corpus lacks keeps "
+        "its pieces' reading as its vector, and gets the same added.",
+        OUTPUT,
+        Effect.FILES,
+        cli_type=str,  # pieces or both: the pool's other values are encode_alone's, for the sweeps
+    )
     analyze: bool = option(
         False, "Also measure how contextual each layer is (see distill analyze --help).", OUTPUT, Effect.FILES
     )
@@ -522,6 +541,7 @@ class RunConfig:
                             Effect.NONE)  # fmt: skip
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "alone_pool", parse_alone_pool(self.alone_pool))
         for name, kind in enum_fields().items():
             value = getattr(self, name)
             if not isinstance(value, kind):
@@ -720,6 +740,20 @@ def _check_paths(config: RunConfig) -> None:
             raise ConfigError(f"{what} {given} {missing}; give a file with one {each} per line")
 
 
+def parse_alone_pool(spec: AlonePool | str) -> AlonePool:
+    """``--alone-pool``: pieces or both (the pool's other values are ``encode_alone``'s, for the sweeps)."""
+    value = str(spec.value if isinstance(spec, AlonePool) else spec).strip().lower()
+    if value not in (AlonePool.PIECES.value, AlonePool.BOTH.value):
+        raise ConfigError(f"--alone-pool must be pieces or both, not {value!r}")
+    return AlonePool(value)
+
+
+def check_alone_pool(pool: AlonePool, weight: float) -> None:
+    """``--alone-pool``: the reading added at ``--alone-weight``, so ``both`` needs a weight."""
+    if pool is AlonePool.BOTH and not weight:
+        raise ConfigError("--alone-pool both adds the whole prompt's reading at --alone-weight: give a weight above 0")
+
+
 def check_config(config: RunConfig) -> None:
     """Every check that needs no model and no corpus read, so bad options fail in milliseconds."""
     _check_types(config)
@@ -730,6 +764,7 @@ def check_config(config: RunConfig) -> None:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
     if config.alone_weight and not config.best:
         raise ConfigError("--alone-weight adds each word's reading alone to the recommended set: add --best")
+    check_alone_pool(config.alone_pool, config.alone_weight)
     _check_unused(config)
     if config.tune_blend is not None and not (config.best and config.teacher):
         raise ConfigError("--tune-blend tunes the recommended set toward the teacher: add --best and --teacher")

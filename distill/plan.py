@@ -90,7 +90,8 @@ def plan_run(config: RunConfig) -> Plan:
     best, layers, causal = None, asked, is_causal(model_config)
     if config.best:
         top = best_layers(n_layers, causal)
-        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words)
+        best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words,
+                      pool=config.alone_pool)  # fmt: skip
         layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))
     if config.teacher and causal:
         logger.warning("%s is a causal LM: --teacher pools its last layer, which is no sentence embedding", source)

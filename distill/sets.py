@@ -165,11 +165,11 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced, saved: Path | Non
     best, vectors = plan.best, reduced.vectors
     assert best is not None
 
-    def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
+    def read_alone(words: list[str], layers: list[int]) -> tuple[np.ndarray, np.ndarray]:
         config = plan.config
         reader = AloneFallback(encoder, layers, best.combine.value, template=config.alone_template,
-                               progress=config.progress, saved=saved)  # fmt: skip
-        return reader.matrix(words)
+                               progress=config.progress, saved=saved, pool=best.pool)  # fmt: skip
+        return reader.readings(words)
 
     words, x, layers, added = derived_vectors(
         best, plan.n_layers, lambda layer, pooling: vectors[set_name(layer, pooling)],

@@ -10,7 +10,7 @@ import typer
 from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, TEMPLATES, DType, Oov, Pooling, check_dtype
+from distill.config import DEFAULT_MODEL, EXPORT_DTYPES, TEMPLATES, AlonePool, DType, Oov, Pooling, check_dtype
 from distill.derived import DerivePooling
 from distill.errors import ConfigError
 from distill.serve.compress import Scale
@@ -223,19 +223,29 @@ def derive(
             "names the set after it (layers4-6.mean.alone0.25.word).",
         ),
     ] = None,
+    alone_pool: Annotated[
+        str,
+        typer.Option(
+            help="What --alone-weight adds: the reading of the word's own pieces (pieces), or the sum of that and "
+            "the whole prompt's reading (both; see distill run --alone-pool). Both names the set after it "
+            "(layers4-6.mean.alone1.both).",
+        ),
+    ] = AlonePool.PIECES.value,
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
     """Derive a better set from a run's layer files: combined layers, pc+mean, all-but-the-top, words read alone."""
     setup_logging(verbose, progress)  # before a model loads: no Hugging Face bars or warnings off a terminal
-    from distill.config import Layers, Template
+    from distill.config import Layers, Template, parse_alone_pool
     from distill.derived import Recipe
     from distill.derived import derive as derive_set
 
     with user_errors():
         weight = alone_weight if alone is None else alone
         prompt = None if alone_template is None else Template.parse(alone_template)
-        recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words, prompt)
+        pool = parse_alone_pool(alone_pool)
+        recipe = Recipe(Layers.parse(layers), pooling, combine, remove_top, whiten, weight, language_words, prompt,
+                        pool)  # fmt: skip
         name, kv = derive_set(run_dir, recipe, progress)
     typer.echo(f"wrote {run_dir}/{name}.txt, .bin, .faiss ({len(kv.index_to_key):,} words, {kv.vector_size} dims)")
 

@@ -18,7 +18,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from distill.choices import Choice
-from distill.config import TEMPLATES, Layers, Pooling, Template, parse_choices
+from distill.config import (
+    TEMPLATES,
+    AlonePool,
+    Layers,
+    Pooling,
+    Template,
+    check_alone_pool,
+    parse_alone_pool,
+    parse_choices,
+)
 from distill.errors import ConfigError
 from distill.lexicon import frequent_words
 from distill.names import layers_span, set_files
@@ -29,7 +38,7 @@ from distill.vectors.postprocess import Combine, combine, remove_top, unit, whit
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
 SetLoader = Callable[[int, Pooling], Any]
 #: ``read_alone(words, layers)``: each word read alone by the model, the layers combined as a set, (n, d).
-AloneReader = Callable[[list[str], list[int]], np.ndarray]
+AloneReader = Callable[[list[str], list[int]], tuple[np.ndarray, np.ndarray]]
 
 
 class DerivePooling(Choice):
@@ -55,6 +64,9 @@ class Recipe:
     alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
     words: int = 0  # also the set's missing words among the N most frequent of English, read alone
     template: Template | None = None  # the prompt those words are read alone in; None: the run's own
+    pool: AlonePool = (
+        AlonePool.PIECES
+    )  # what ``alone`` adds: the word's pieces' reading, or both (the whole prompt's too)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", Layers.parse(self.layers))
@@ -68,6 +80,8 @@ class Recipe:
                 object.__setattr__(self, name, parse_choices(kind, [value], name, many=False)[0])
         if not 0 <= self.alone <= 100:  # as distill run --alone-weight
             raise ConfigError(f"alone must be between 0 (off) and 100, not {self.alone}")
+        object.__setattr__(self, "pool", parse_alone_pool(self.pool))
+        check_alone_pool(self.pool, self.alone)
         if isinstance(self.words, bool) or not isinstance(self.words, int) or self.words < 0:
             raise ConfigError(f"language words must be a whole number, 0 (off) or more, not {self.words!r}")
 
@@ -82,6 +96,8 @@ class Recipe:
             parts.append("white")
         if self.alone:
             parts.append(f"alone{self.alone:g}")
+        if self.pool is not AlonePool.PIECES:
+            parts.append(self.pool.value)
         if self.words:
             parts.append(f"words{self.words}")
         if self.template is not None:
@@ -93,7 +109,9 @@ class Recipe:
     def to_json(self, layers: list[int], added: int = 0) -> dict[str, Any]:
         """The recipe for the manifest; ``added``: how many language words the set gained (``words``)."""
         data = asdict(self)
-        data.update(layers=list(layers), pooling=self.pooling.value, combine=self.combine.value)
+        data.update(layers=list(layers), pooling=self.pooling.value, combine=self.combine.value, pool=self.pool.value)
+        if self.pool is AlonePool.PIECES:
+            del data["pool"]  # recipes written before the option read the same
         if self.words:
             data["words_added"] = added
         else:
@@ -152,14 +170,16 @@ def derived_vectors(
         raise ConfigError("adding the words read alone needs the run's model")
     if recipe.alone:
         assert read_alone is not None
-        x = (unit(x) + recipe.alone * unit(read_alone(words, layers))).astype(np.float32)
+        x = (unit(x) + recipe.alone * unit(read_alone(words, layers)[1])).astype(np.float32)
     added: list[str] = []
     if recipe.words:
         known = set(words)
         added = [w for w in frequent_words(recipe.words) if w not in known]
-    if added:  # read alone, as a word of the set read alone would be: unit(a) + W unit(a)
+    if added:  # read alone, as a word of the set read alone would be: unit(p) + W unit(a), p its pieces' reading
         assert read_alone is not None
-        x = np.vstack([x, (1 + recipe.alone) * unit(read_alone(added, layers))]).astype(np.float32)
+        own, more = read_alone(added, layers)
+        new = (1 + recipe.alone) * unit(own) if more is own else unit(own) + recipe.alone * unit(more)
+        x = np.vstack([x, new]).astype(np.float32)
         words += added
     if recipe.remove_top is not None:
         x = remove_top(x, recipe.remove_top)
@@ -180,11 +200,11 @@ def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[
         if recipe.template == run_template(manifest):  # the run's own prompt: the set is named as the run names it
             recipe = replace(recipe, template=None)
 
-        def read_alone(words: list[str], layers: list[int]) -> np.ndarray:
+        def read_alone(words: list[str], layers: list[int]) -> tuple[np.ndarray, np.ndarray]:
             reader = AloneFallback.for_layers(manifest, layers, recipe.combine.value, recipe.template,
                                               ", or derive without --alone-weight and --language-words")  # fmt: skip
-            reader.progress = progress
-            return reader.matrix(words)
+            reader.progress, reader.pool = progress, recipe.pool
+            return reader.readings(words)
 
     words, x, layers, added = derived_vectors(
         recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),

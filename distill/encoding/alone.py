@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from distill.choices import Choice
-from distill.config import Template
+from distill.config import AlonePool, Template
 from distill.corpus import is_alphabetic
 from distill.encoders import Encoder
 from distill.encoding.batches import EncodeStats, MergingObserver, encode_batch, make_batch
@@ -30,16 +29,6 @@ from distill.names import alone_block, texts_block
 from distill.occurrences import SentenceJob
 from distill.progress import progress_bar
 from distill.vectors.keyed import l2_normalize
-
-
-class AlonePool(Choice):
-    """Which tokens of a word read alone in its prompt make its reading."""
-
-    PIECES = "pieces"  # the word's own pieces, the prompt's left out (what runs read)
-    LAST = "last"  # the word's last piece: the one a causal model reads after the whole word
-    PROMPT = "prompt"  # every token of the prompt, the word's and the prompt's (special tokens left out)
-    BOTH = "both"  # the sum of the two unit readings, the word's pieces and the whole prompt
-
 
 #: Words read alone from which a progress bar (or a line every few seconds in a log) is shown.
 PROGRESS_FROM = 10_000
@@ -72,13 +61,14 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
     template: Template = Template(), progress: bool = True, saved: Path | None = None,
-    pool: AlonePool = AlonePool.PIECES,
+    pool: AlonePool = AlonePool.PIECES, parts: bool = False,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
     ``template``'s prompt, pooled as ``pool`` says: the mean of the word's own pieces, the prompt's left out;
     its last piece (the one a causal model reads after the whole word); the mean of every token of the prompt,
     the word's and the prompt's (its special tokens left out); or both, the sum of the pieces' and the whole
-    prompt's unit means, read in one pass. Progress is shown for :data:`PROGRESS_FROM` words or more.
+    prompt's unit means, read in one pass (``parts``: the two means apart, (n_layers, 2 n_words, dim), the
+    pieces' rows first). Progress is shown for :data:`PROGRESS_FROM` words or more.
     ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.alone`) where each block of
     :data:`BLOCK` words is kept once read, named for its words and everything its states depend on, so that a
     killed run goes on from the blocks it has, with the same states as a run never stopped."""
@@ -106,7 +96,7 @@ def encode_alone(
             out[:, index] = block
             bar.update(len(chunk))
     bar.close()
-    return out if spans == 1 else l2_normalize(out[:, :n]) + l2_normalize(out[:, n:])
+    return out if spans == 1 or parts else l2_normalize(out[:, :n]) + l2_normalize(out[:, n:])
 
 
 def _job(i: int, word: str, template: Template, pool: AlonePool, n: int) -> SentenceJob:

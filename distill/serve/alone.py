@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from distill.config import WORD, Template
+from distill.config import WORD, AlonePool, Template
 from distill.encoders import Encoder, load_encoder
-from distill.encoding.alone import AlonePool, encode_alone
+from distill.encoding.alone import encode_alone
 from distill.errors import ConfigError
 from distill.files import member, read_npz
 from distill.names import MANIFEST
@@ -28,7 +28,7 @@ from distill.paths import check_run_model_there
 from distill.rundir import RunDir, untuned_set
 from distill.serve.formats import letters
 from distill.serve.pieces import PieceVectors, set_layers, with_rows
-from distill.vectors.postprocess import combine
+from distill.vectors.postprocess import combine, unit
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ class AloneFallback:
     cache: dict[str, np.ndarray | None] = field(default_factory=dict)
     transform: np.ndarray | None = None  # (dim, dim), applied on the right: a tuned set's map (None: none)
     saved: Path | None = None  # a run's folder for the words read so far (encode_alone's saved), during the run
-    pool: AlonePool = AlonePool.PIECES  # which tokens of the prompt a reading pools (runs read the word's pieces)
+    pool: AlonePool = AlonePool.PIECES  # what the set adds at its alone weight: the pieces' reading, or both
+    weight: float = 0.0  # the set's alone weight: a missing word is unit(pieces) + weight unit(both), pooled both
     source: ClassVar[str] = "alone"
 
     @classmethod
@@ -65,6 +66,9 @@ class AloneFallback:
             return None
         fallback = cls.for_layers(manifest, *found, set_template(manifest, source))
         fallback.transform = transform
+        record = (manifest.get("derived") or {}).get(source) or {}
+        if record.get("pool", AlonePool.PIECES) == AlonePool.BOTH:  # its missing words: pieces + weight x both
+            fallback.pool, fallback.weight = AlonePool.BOTH, float(record["alone"])
         return fallback
 
     @classmethod
@@ -101,12 +105,30 @@ class AloneFallback:
         return self.vectors([word])[0]
 
     def matrix(self, words: Sequence[str]) -> np.ndarray:
-        """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept."""
-        folded = [w.lower() if self.lowercase else w for w in words]
-        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress,
-                              saved=self.saved, pool=self.pool)  # fmt: skip
-        read = states[0] if self.combine is None else combine(list(states), self.combine)
+        """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept: the pieces' reading,
+        or, for a set that adds both readings, unit(pieces) + weight unit(both), as the set holds such a word."""
+        own, added = self.readings(words)
+        read = own if added is own else (unit(own) + np.float32(self.weight) * unit(added)).astype(np.float32)
         return read if self.transform is None else (read @ self.transform).astype(np.float32)
+
+    def readings(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(n, d) float32 each, read in one pass, the layers combined as the set's: each word's own reading (of
+        its pieces; of its last piece when ``pool`` is last), a missing word's vector; and the reading a set adds
+        at its alone weight: the same array, or, when ``pool`` reads the whole prompt, that prompt's reading
+        (prompt) or each layer's unit pieces' and unit whole-prompt readings summed (both)."""
+        folded = [w.lower() if self.lowercase else w for w in words]
+        whole = self.pool in (AlonePool.PROMPT, AlonePool.BOTH)
+        states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress,
+                              saved=self.saved, pool=AlonePool.BOTH if whole else self.pool, parts=True)  # fmt: skip
+        n = len(folded)
+        own = self._combined(states[:, :n])
+        if not whole:
+            return own, own
+        prompt = states[:, n:]
+        return own, self._combined(prompt if self.pool is AlonePool.PROMPT else unit(states[:, :n]) + unit(prompt))
+
+    def _combined(self, states: np.ndarray) -> np.ndarray:
+        return states[0] if self.combine is None else combine(list(states), self.combine)
 
 
 def run_template(manifest: dict[str, Any]) -> Template:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from distill.config import Template
+from distill.config import AlonePool, Template
 from distill.encoders import load_encoder
 from distill.encoding import alone
 
@@ -36,7 +36,7 @@ def test_words_read_alone_are_kept_a_block_a_file_and_never_read_twice(tiny_bert
     assert not np.allclose(other, fresh)
     alone.encode_alone(encoder, WORDS[::-1], (1, 2), saved=saved)
     assert len(list(saved.iterdir())) == 9  # the same words in another order: other blocks
-    both = {"template": Template.parse("concept"), "pool": alone.AlonePool.BOTH}  # two readings a word, one pass
+    both = {"template": Template.parse("concept"), "pool": AlonePool.BOTH}  # two readings a word, one pass
     fresh = alone.encode_alone(encoder, WORDS, (1, 2), **both)
     np.testing.assert_array_equal(alone.encode_alone(encoder, WORDS, (1, 2), saved=saved, **both), fresh)
     batches.clear()

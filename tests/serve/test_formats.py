@@ -301,9 +301,12 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
     assert np.isnan(score_vectors(kv, options, {"toy": data})[2].score)  # no fallback: not scored
 
 
-def _read_alone(model_dir, word: str, layers: list[int], prompt: str = TEMPLATES[DEFAULT_TEMPLATE]) -> list[np.ndarray]:
+def _read_alone(
+    model_dir, word: str, layers: list[int], prompt: str = TEMPLATES[DEFAULT_TEMPLATE], whole: bool = False
+) -> list[np.ndarray]:
     """The word's state in each layer when the model reads ``prompt`` with the word in it (``[CLS] the word
-    "queenly" [SEP]``), the word's own pieces averaged (found by the tokenizer's character offsets)."""
+    "queenly" [SEP]``), the word's own pieces averaged (found by the tokenizer's character offsets); ``whole``:
+    every token of the prompt averaged, [CLS] and [SEP] left out."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -313,6 +316,8 @@ def _read_alone(model_dir, word: str, layers: list[int], prompt: str = TEMPLATES
     spans = encoded.pop("offset_mapping")[0].tolist()
     own = [i for i, (a, b) in enumerate(spans) if b > a and a >= start and b <= start + len(word)]
     assert own and (prompt == "{word}" or len(own) < len(spans) - 2)  # the prompt's pieces are left out
+    if whole:
+        own = [i for i, (a, b) in enumerate(spans) if b > a]
     with torch.no_grad():
         states = model(**encoded, output_hidden_states=True).hidden_states
     return [states[layer][0, own].mean(dim=0).numpy() for layer in layers]
@@ -444,6 +449,22 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
     assert counts is not None and not counts[len(corpus_words) :].any() and counts[: len(corpus_words)].all()
     assert recipe.weighting.value == "sif"
     np.testing.assert_allclose(prepared[-len(added) :], kv.get_normed_vectors()[-len(added) :], atol=1e-6)
+    # --alone-pool both: the run writes what derive writes, and a language word is its pieces' reading plus W
+    # times the sum of its two readings (each layer's unit pieces' and unit whole-prompt readings)
+    both = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "both"), layers="1-2",
+                       pooling="mean", best=True, alone_weight=0.5, alone_pool="both", language_words=300, min_count=3,
+                       progress=False)  # fmt: skip
+    assert both.manifest["best"] == name.replace(".alone0.5.", ".alone0.5.both.")
+    again_name, again = derive(both.out, Recipe(layers=span, pooling="mean", alone=0.5, words=300, pool="both"))
+    assert again_name == both.manifest["best"]
+    np.testing.assert_allclose(again.vectors, both["best"].vectors, atol=1e-6)
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    for word in added[:2]:
+        pieces = _read_alone(tiny_bert_dir, word, layers)
+        whole = _read_alone(tiny_bert_dir, word, layers, whole=True)
+        own = unit(np.mean([unit(p) for p in pieces], axis=0))
+        read = unit(np.mean([unit(unit(p) + unit(q)) for p, q in zip(pieces, whole)], axis=0))
+        np.testing.assert_allclose(both["best"][word], own + 0.5 * read, atol=1e-5)
     with pytest.raises(ConfigError, match="add --best"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
 
@@ -452,9 +473,9 @@ def test_a_word_read_alone_is_pooled_from_its_pieces_its_last_piece_or_its_whole
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from distill.config import Template
+    from distill.config import AlonePool, Template
     from distill.encoders import load_encoder
-    from distill.encoding.alone import AlonePool, encode_alone
+    from distill.encoding.alone import encode_alone
 
     encoder = load_encoder(str(tiny_bert_dir), str(tiny_bert_dir), (1,))
     template = Template.parse("concept")
@@ -524,6 +545,35 @@ def test_derive_reads_words_alone_in_another_prompt_and_names_the_set_after_it(p
     assert re.fullmatch(r"layer1\.mean\.alone0\.5\.prompt[0-9a-f]{8}", free)
     with pytest.raises(ConfigError, match="needs words read alone"):
         Recipe(layers="1", template="word")
+
+
+def test_alone_pool_both_adds_the_whole_prompt_s_reading_and_a_missing_word_keeps_its_pieces(pieces_run, tiny_bert_dir):
+    from distill.config import RunConfig
+    from distill.derived import Recipe
+    from distill.serve.alone import AloneFallback
+
+    name, kv = distill.derive(pieces_run, "1", "mean", alone=0.5, alone_pool="both", progress=False)
+    assert name == "layer1.mean.alone0.5.both"
+    assert json.loads((pieces_run / "manifest.json").read_text())["derived"][name]["pool"] == "both"
+    plain = distill.load(pieces_run, layer=1, pooling="mean")
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+
+    def both(word):
+        (pieces,) = _read_alone(tiny_bert_dir, word, [1])
+        (whole,) = _read_alone(tiny_bert_dir, word, [1], whole=True)
+        return unit(pieces), unit(unit(pieces) + unit(whole))
+
+    for word in kv.index_to_key[:3]:  # a corpus word: its vector plus W times the sum of the two readings
+        np.testing.assert_allclose(kv[word], unit(plain[word]) + 0.5 * both(word)[1], atol=1e-5)
+    own, added = both("kingqqq")  # a word the set lacks: its pieces' reading plus the same
+    read = AloneFallback.open(pieces_run, name).vector("kingqqq")
+    np.testing.assert_allclose(unit(read), unit(own + 0.5 * added), atol=1e-5)
+    with pytest.raises(ConfigError, match="give a weight above 0"):
+        RunConfig(best=True, alone_pool="both")
+    with pytest.raises(ConfigError, match="pieces or both"):
+        Recipe(layers="1", alone=0.5, pool="last")
 
 
 def test_a_card_says_where_the_set_s_words_came_from():
