@@ -37,7 +37,9 @@ from distill.vectors.postprocess import Combine, combine, remove_top, unit, whit
 
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
 SetLoader = Callable[[int, Pooling], Any]
-#: ``read_alone(words, layers)``: each word read alone by the model, the layers combined as a set, (n, d).
+#: ``read_alone(words, layers)``: each word read alone by the model, the layers combined as a set, (n, d): its
+#: pieces' reading (a missing word's own vector) and the reading added at the alone weight (the same array, or
+#: both readings summed: :meth:`~distill.serve.alone.AloneFallback.readings`).
 AloneReader = Callable[[list[str], list[int]], tuple[np.ndarray, np.ndarray]]
 
 
@@ -64,9 +66,7 @@ class Recipe:
     alone: float = 0.0  # weight of each word's unit reading alone by the model, added to its unit vector
     words: int = 0  # also the set's missing words among the N most frequent of English, read alone
     template: Template | None = None  # the prompt those words are read alone in; None: the run's own
-    pool: AlonePool = (
-        AlonePool.PIECES
-    )  # what ``alone`` adds: the word's pieces' reading, or both (the whole prompt's too)
+    pool: AlonePool = AlonePool.PIECES  # what ``alone`` adds: the pieces' reading, or both (the prompt's too)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", Layers.parse(self.layers))
