@@ -22,7 +22,7 @@ import numpy as np
 
 from distill.config import TEMPLATES, AlonePool, Template, best_layers
 from distill.encoders import is_causal, load_encoder, load_encoder_config
-from distill.encoding.alone import encode_alone
+from distill.encoding.alone import encode_alone, summed
 from distill.evaluation.datasets import SimilarityDataset, load_similarity
 from distill.evaluation.metrics import evaluate_similarity
 from distill.paths import default_gguf, resolve_model
@@ -74,6 +74,7 @@ def main() -> None:
         template = Template.parse(spec)
         t0 = time.perf_counter()
         states = encode_alone(encoder, words, layers, template=template, pool=AlonePool(pool))
+        states = summed(states) if pool == AlonePool.BOTH else states
         seconds = time.perf_counter() - t0
         rows = [(str(layer), states[layer]) for layer in layers]
         rows.append(("best", combine([states[layer] for layer in top])))

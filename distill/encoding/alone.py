@@ -61,15 +61,15 @@ def model_words(encoder: Encoder, lowercase: bool, known: set[str]) -> list[str]
 def encode_alone(
     encoder: Encoder, words: Sequence[str], layers: tuple[int, ...], batch_size: int = 256,
     template: Template = Template(), progress: bool = True, saved: Path | None = None,
-    pool: AlonePool = AlonePool.PIECES, parts: bool = False,
+    pool: AlonePool = AlonePool.PIECES,
 ) -> np.ndarray:  # fmt: skip
     """(n_layers, n_words, dim) float32: each word's state in each layer when the model reads it alone, inside
     ``template``'s prompt, pooled as ``pool`` says: the mean of the word's own pieces, the prompt's left out;
     its last piece (the one a causal model reads after the whole word); the mean of every token of the prompt,
-    the word's and the prompt's (its special tokens left out); or both, the sum of the pieces' and the whole
-    prompt's unit means, read in one pass (``parts``: the two means apart, (n_layers, 2 n_words, dim), the
-    pieces' rows first). Progress is shown for :data:`PROGRESS_FROM` words or more.
-    ``saved``: a folder of a run's work folder (:attr:`~distill.workdir.WorkDir.alone`) where each block of
+    the word's and the prompt's (its special tokens left out); or both, read in one pass: (n_layers, 2 n_words,
+    dim), the pieces' means first, then the whole prompt's (:func:`summed` adds them). Progress is shown for
+    :data:`PROGRESS_FROM` words or more. ``saved``: a folder of a run's work folder
+    (:attr:`~distill.workdir.WorkDir.alone`) where each block of
     :data:`BLOCK` words is kept once read, named for its words and everything its states depend on, so that a
     killed run goes on from the blocks it has, with the same states as a run never stopped."""
     pool, n = AlonePool(pool), len(words)
@@ -96,7 +96,14 @@ def encode_alone(
             out[:, index] = block
             bar.update(len(chunk))
     bar.close()
-    return out if spans == 1 or parts else l2_normalize(out[:, :n]) + l2_normalize(out[:, n:])
+    return out
+
+
+def summed(states: np.ndarray) -> np.ndarray:
+    """(n_layers, n_words, dim): a reading pooled both ways (``encode_alone``'s, 2 n_words rows), each word's
+    unit pieces' and unit whole-prompt states summed in each layer."""
+    n = states.shape[1] // 2
+    return l2_normalize(states[:, :n]) + l2_normalize(states[:, n:])
 
 
 def _job(i: int, word: str, template: Template, pool: AlonePool, n: int) -> SentenceJob:

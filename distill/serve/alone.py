@@ -20,7 +20,7 @@ import numpy as np
 
 from distill.config import WORD, AlonePool, Template
 from distill.encoders import Encoder, load_encoder
-from distill.encoding.alone import encode_alone
+from distill.encoding.alone import encode_alone, summed
 from distill.errors import ConfigError
 from distill.files import member, read_npz
 from distill.names import MANIFEST
@@ -119,13 +119,12 @@ class AloneFallback:
         folded = [w.lower() if self.lowercase else w for w in words]
         whole = self.pool in (AlonePool.PROMPT, AlonePool.BOTH)
         states = encode_alone(self.encoder, folded, tuple(self.layers), template=self.template, progress=self.progress,
-                              saved=self.saved, pool=AlonePool.BOTH if whole else self.pool, parts=True)  # fmt: skip
+                              saved=self.saved, pool=AlonePool.BOTH if whole else self.pool)  # fmt: skip
         n = len(folded)
         own = self._combined(states[:, :n])
         if not whole:
             return own, own
-        prompt = states[:, n:]
-        return own, self._combined(prompt if self.pool is AlonePool.PROMPT else unit(states[:, :n]) + unit(prompt))
+        return own, self._combined(states[:, n:] if self.pool is AlonePool.PROMPT else summed(states))
 
     def _combined(self, states: np.ndarray) -> np.ndarray:
         return states[0] if self.combine is None else combine(list(states), self.combine)
