@@ -1,17 +1,18 @@
-"""How far a fitted map moves the words read alone among the corpus words, and what it does to every pair scored.
+"""How far a fitted map moves the words read alone among the corpus words, and what it does to every pair scored
+(tried, not kept: RESULTS.md, issue 34).
 
     python benchmarks/reading_map.py outputs/model-gutenberg-2m [--set layers4-6.mean] [--weights 0,0.15,0.5]
                                      [--ridges 0,0.01,0.1]
 
 For a set of a finished run, the run's model reads the set's corpus words and every benchmark word alone (in the
-run's prompt, the set's layers combined as the set combines them). A map (``distill.vectors.postprocess.fit_map``,
-what a set that reads its words alone fits) is fitted from the corpus words' readings to their vectors on nine
-tenths of them (seeded); the other tenth shows how near it brings a reading to the word's corpus vector (mean
+run's prompt, the set's layers combined as the set combines them). A linear map (least squares, a ridge of R
+times the mean eigenvalue) is fitted from the corpus words' readings to their vectors on nine tenths of them
+(seeded); the other tenth shows how near it brings a reading to the word's corpus vector (mean
 cosine), against the reading as it is. Then, for each alone weight W and ridge (a map fitted on every corpus
 word), every pair of SimLex-999, MEN, WS353 (the dev sets of issue 34) and RW, MTurk-287 (held out) is scored with
 a corpus word's vector unit(v) + W unit(a) and any other word's (the model's words, words the set lacks) unit(a M)
-+ W unit(a), against the same without the map, (1 + W) unit(a): what ``--alone-weight W`` with
-``--oov alone`` gives such a word. Only the scored words are built: each word's vector depends on it alone.
++ W unit(a), against the same without the map, (1 + W) unit(a), what ``--alone-weight W`` with ``--oov
+alone`` gives such a word. Only the scored words are built: each word's vector depends on it alone.
 """
 
 from __future__ import annotations
@@ -28,10 +29,23 @@ from distill.evaluation.report import dataset_words
 from distill.rundir import RunDir
 from distill.serve.alone import AloneFallback
 from distill.vectors.keyed import to_keyed_vectors
-from distill.vectors.postprocess import fit_map, mapped, unit
+from distill.vectors.postprocess import unit
 
 DEV = ("simlex999", "men", "ws353")
 HELD_OUT = ("rw", "mturk287")
+
+
+def fit_map(readings: np.ndarray, targets: np.ndarray, ridge: float) -> np.ndarray:
+    """The (dim, dim) map m, applied on the right, that brings each unit reading nearest, in least squares, to its
+    word's unit target, with a ridge of ``ridge`` times the mean eigenvalue (the rows are unit: trace = n)."""
+    a, b = unit(readings).astype(np.float64), unit(targets).astype(np.float64)
+    gram = a.T @ a + ridge * len(a) / a.shape[1] * np.eye(a.shape[1])
+    return np.linalg.solve(gram, a.T @ b).astype(np.float32)
+
+
+def mapped(readings: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Unit rows: the readings moved by the map."""
+    return unit(readings @ matrix)
 
 
 def corpus_words(run: str, words: list[str]) -> list[str]:

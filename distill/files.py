@@ -294,27 +294,6 @@ def read_npz(path: str | Path, needs: Sequence[str] = ()) -> dict[str, Any]:
     return arrays
 
 
-def write_map(path: Path, matrix: Any) -> Path:
-    """A ``(dim, dim)`` linear map (a tuned set's for its untrained rows, a set's for its words read alone), as
-    ``map`` in an ``.npz``."""
-    import numpy as np
-
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        np.savez(handle, map=np.asarray(matrix, dtype=np.float32))
-    return path
-
-
-def read_map(path: Path, dim: int, remedy: str) -> Any:
-    """The float32 ``(dim, dim)`` map :func:`write_map` wrote; ConfigError naming the file and ``remedy`` when it is
-    of another shape or not finite."""
-    import numpy as np
-
-    matrix = read_npz(path, ("map",))["map"]
-    if matrix.shape != (dim, dim) or not np.isfinite(matrix).all():
-        raise ConfigError(f"{path} is damaged; {remedy}")
-    return matrix.astype(np.float32)
-
-
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -137,11 +137,6 @@ def tuned_map_name(set_name: str) -> str:
     return f"{set_name}.map.npz"
 
 
-def reading_map_name(set_name: str) -> str:
-    """The linear map a derived set fitted to move its words read alone among its corpus words."""
-    return f"{set_name}.reading.npz"
-
-
 def is_pieces_file(file_name: str) -> bool:
     """Whether a file holds piece vectors of a layer."""
     return file_name.startswith("layer") and file_name.endswith(".pieces.npz")

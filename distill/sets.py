@@ -15,7 +15,7 @@ import numpy as np
 
 from distill.config import Pooling, SetFormat
 from distill.corpus import CorpusStats, Vocabulary
-from distill.derived import derived_record, derived_vectors, zero_counts
+from distill.derived import derived_vectors, zero_counts
 from distill.encoders import Encoder
 from distill.encoding.alone import encode_alone, model_words
 from distill.encoding.batches import EncodeStats
@@ -171,17 +171,16 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced, saved: Path | Non
                                progress=config.progress, saved=saved, pool=best.pool)  # fmt: skip
         return reader.readings(words)
 
-    derived = derived_vectors(
+    words, x, layers, added = derived_vectors(
         best, plan.n_layers, lambda layer, pooling: vectors[set_name(layer, pooling)],
-        read_alone, len(reduced.words) - reduced.from_model,
+        read_alone,
     )  # fmt: skip
-    name = best.name(derived.layers)
-    kv = vectors[name] = to_keyed_vectors(derived.words, derived.vectors, zero_counts(reduced.counts, derived.added))
-    reduced.from_language = derived.added
+    name = best.name(layers)
+    kv = vectors[name] = to_keyed_vectors(words, x, zero_counts(reduced.counts, added))
+    reduced.from_language = added
     run = RunDir(plan.out)
     run.write_set(name, kv, formats=plan.config.formats)
-    record, files = derived_record(best, derived, run.path, name)
-    reduced.files += set_files(name, plan.config.formats) + files
+    reduced.files += set_files(name, plan.config.formats)
     for layer, pooling in plan.reduced[len(plan.sets) :]:  # sets that only fed the recommended one
         del vectors[set_name(layer, pooling)]
-    return name, record
+    return name, best.to_json(layers, added)

@@ -29,12 +29,11 @@ from distill.config import (
     parse_choices,
 )
 from distill.errors import ConfigError
-from distill.files import write_map
 from distill.lexicon import frequent_words
-from distill.names import layers_span, reading_map_name, set_files
+from distill.names import layers_span, set_files
 from distill.rundir import RunDir
 from distill.vectors.keyed import to_keyed_vectors
-from distill.vectors.postprocess import Combine, combine, fit_map, mapped, remove_top, unit, whiten
+from distill.vectors.postprocess import Combine, combine, remove_top, unit, whiten
 
 #: ``load_set(layer, pooling)``: a layer set of the run as gensim ``KeyedVectors``.
 SetLoader = Callable[[int, Pooling], Any]
@@ -133,15 +132,13 @@ def _template_part(template: Template) -> str:
 
 
 class Derived(NamedTuple):
-    """A derived set: its words and vectors, the layers it combines, how many of its words (the last) come from
-    the language's frequent words alone (``Recipe.words``), and the map fitted to move its words read alone among
-    its corpus words (None: none)."""
+    """A derived set: its words and vectors, the layers it combines, and how many of its words (the last)
+    come from the language's frequent words alone (``Recipe.words``)."""
 
     words: list[str]
     vectors: np.ndarray
     layers: list[int]
     added: int
-    reading_map: np.ndarray | None = None
 
 
 def zero_counts(counts: np.ndarray | None, added: int) -> np.ndarray | None:
@@ -150,39 +147,11 @@ def zero_counts(counts: np.ndarray | None, added: int) -> np.ndarray | None:
 
 
 def derived_vectors(
-    recipe: Recipe,
-    n_layers: int,
-    load_set: SetLoader,
-    read_alone: AloneReader | None = None,
-    from_corpus: int | None = None,
+    recipe: Recipe, n_layers: int, load_set: SetLoader, read_alone: AloneReader | None = None
 ) -> Derived:
     """Words, vectors and layers of ``recipe``, the layer sets read through ``load_set`` (and the words read
-    alone through ``read_alone`` when the recipe adds them). ``from_corpus``: how many of the sets' words (the
-    first) the corpus gave, the rest read alone (``--model-words``); None: all of them."""
+    alone through ``read_alone`` when the recipe adds them)."""
     layers = list(recipe.layers.resolve(n_layers))
-    words, x = _combined_sets(recipe, layers, load_set)
-    reading_map, added = None, []
-    if recipe.alone or recipe.words:
-        if read_alone is None:
-            raise ConfigError("adding the words read alone needs the run's model")
-        x, reading_map = _with_readings(recipe.alone, x, read_alone(words, layers), from_corpus)
-        if recipe.words:
-            known = set(words)
-            added = [w for w in frequent_words(recipe.words) if w not in known]
-    if added:  # read alone, as a word of the set read alone is: its mapped reading + W x its reading
-        assert read_alone is not None
-        own, more = read_alone(added, layers)
-        x = np.vstack([x, mapped(own, reading_map) + recipe.alone * unit(more)]).astype(np.float32)
-        words += added
-    if recipe.remove_top is not None:
-        x = remove_top(x, recipe.remove_top)
-    if recipe.whiten:
-        x = whiten(x)
-    return Derived(words, x, layers, len(added), reading_map)
-
-
-def _combined_sets(recipe: Recipe, layers: list[int], load_set: SetLoader) -> tuple[list[str], np.ndarray]:
-    """The words of the recipe's layer sets and their unit vectors, combined as the recipe says."""
     parts, words = [], None
     for layer in layers:
         for pooling in recipe.pooling.poolings():
@@ -196,21 +165,27 @@ def _combined_sets(recipe: Recipe, layers: list[int], load_set: SetLoader) -> tu
             parts.append(unit(kv.vectors))
     if words is None:
         raise ConfigError(f"no layer set for layers {recipe.layers}")
-    return words, combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
-
-
-def _with_readings(
-    weight: float, x: np.ndarray, readings: tuple[np.ndarray, np.ndarray], from_corpus: int | None
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The set's vectors with its words' readings alone: a map fitted from the corpus words' own readings to their
-    vectors moves the words read alone among them (where there are enough corpus words to fit it), then each
-    word gains ``weight`` x its added reading. Returns the vectors and the map."""
-    own, more = readings
-    n = len(x) if from_corpus is None else from_corpus
-    reading_map = fit_map(own[:n], x[:n])
-    if reading_map is not None:
-        x = np.vstack([x[:n], mapped(own[n:], reading_map)])
-    return (unit(x) + weight * unit(more)).astype(np.float32), reading_map
+    x = combine(parts, recipe.combine) if len(parts) > 1 else parts[0]
+    if (recipe.alone or recipe.words) and read_alone is None:
+        raise ConfigError("adding the words read alone needs the run's model")
+    if recipe.alone:
+        assert read_alone is not None
+        x = (unit(x) + recipe.alone * unit(read_alone(words, layers)[1])).astype(np.float32)
+    added: list[str] = []
+    if recipe.words:
+        known = set(words)
+        added = [w for w in frequent_words(recipe.words) if w not in known]
+    if added:  # read alone, as a word of the set read alone would be: unit(p) + W unit(a), p its pieces' reading
+        assert read_alone is not None
+        own, more = read_alone(added, layers)
+        new = (1 + recipe.alone) * unit(own) if more is own else unit(own) + recipe.alone * unit(more)
+        x = np.vstack([x, new]).astype(np.float32)
+        words += added
+    if recipe.remove_top is not None:
+        x = remove_top(x, recipe.remove_top)
+    if recipe.whiten:
+        x = whiten(x)
+    return Derived(words, x, layers, len(added))
 
 
 def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[str, Any]:
@@ -231,25 +206,12 @@ def derive(run_dir: str | Path, recipe: Recipe, progress: bool = True) -> tuple[
             reader.progress, reader.pool = progress, recipe.pool
             return reader.readings(words)
 
-    vocab = manifest["vocabulary"]
-    derived = derived_vectors(
+    words, x, layers, added = derived_vectors(
         recipe, int(manifest["model"]["n_layers"]), lambda layer, pooling: run.load(run.set_for(layer, pooling)),
-        read_alone, int(vocab["size"]) - int(vocab.get("from_model_vocabulary", 0)),
+        read_alone,
     )  # fmt: skip
-    words, name = derived.words, recipe.name(derived.layers)
-    kv = to_keyed_vectors(words, derived.vectors, zero_counts(run.counts(words[: len(words) - derived.added]),
-                                                              derived.added))  # fmt: skip
+    name = recipe.name(layers)
+    kv = to_keyed_vectors(words, x, zero_counts(run.counts(words[: len(words) - added]), added))
     run.write_set(name, kv)
-    record, files = derived_record(recipe, derived, run.path, name)
-    run.add_set(name, record, set_files(name) + files)
+    run.add_set(name, recipe.to_json(layers, added), set_files(name))
     return name, kv
-
-
-def derived_record(recipe: Recipe, derived: Derived, folder: Path, name: str) -> tuple[dict[str, Any], list[str]]:
-    """The manifest's record of set ``name`` derived by ``recipe``, and the files beside its vectors: its reading
-    map, written into ``folder`` here."""
-    record = recipe.to_json(derived.layers, derived.added)
-    if derived.reading_map is None:
-        return record, []
-    record["reading_map"] = write_map(folder / reading_map_name(name), derived.reading_map).name
-    return record, [record["reading_map"]]

@@ -22,13 +22,13 @@ from distill.config import WORD, AlonePool, Template
 from distill.encoders import Encoder, load_encoder
 from distill.encoding.alone import encode_alone, summed
 from distill.errors import ConfigError
-from distill.files import member, read_map
+from distill.files import member, read_npz
 from distill.names import MANIFEST
 from distill.paths import check_run_model_there
 from distill.rundir import RunDir, untuned_set
 from distill.serve.formats import letters
 from distill.serve.pieces import PieceVectors, set_layers, with_rows
-from distill.vectors.postprocess import combine, mapped, unit
+from distill.vectors.postprocess import combine, unit
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,7 @@ class AloneFallback:
     transform: np.ndarray | None = None  # (dim, dim), applied on the right: a tuned set's map (None: none)
     saved: Path | None = None  # a run's folder for the words read so far (encode_alone's saved), during the run
     pool: AlonePool = AlonePool.PIECES  # what the set adds at its alone weight: the pieces' reading, or both
-    weight: float = 0.0  # the set's alone weight: a missing word is its own reading + weight x the added one
-    reading_map: np.ndarray | None = None  # (dim, dim): what moves the set's own readings among its corpus words
+    weight: float = 0.0  # the set's alone weight: a missing word is unit(pieces) + weight unit(both), pooled both
     source: ClassVar[str] = "alone"
 
     @classmethod
@@ -69,12 +68,7 @@ class AloneFallback:
         fallback.transform = transform
         record = (manifest.get("derived") or {}).get(source) or {}
         if record.get("pool", AlonePool.PIECES) == AlonePool.BOTH:  # its missing words: pieces + weight x both
-            fallback.pool = AlonePool.BOTH
-        if record.get("reading_map"):  # its missing words: the mapped reading + weight x the reading
-            where = member(run_dir, record["reading_map"], Path(run_dir) / MANIFEST)
-            fallback.reading_map = read_map(where, _width(manifest), "derive the set again")
-        if fallback.pool is AlonePool.BOTH or fallback.reading_map is not None:
-            fallback.weight = float(record["alone"])
+            fallback.pool, fallback.weight = AlonePool.BOTH, float(record["alone"])
         return fallback
 
     @classmethod
@@ -111,14 +105,10 @@ class AloneFallback:
         return self.vectors([word])[0]
 
     def matrix(self, words: Sequence[str]) -> np.ndarray:
-        """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept, as the set holds a
-        word it read alone: its own reading (moved by the set's reading map, if any) + weight x the reading the
-        set adds (the same one, or, pooled both, unit(pieces) + unit(whole prompt))."""
+        """(n, d) float32: the vectors of ``words``, none empty, read in batches and not kept: the pieces' reading,
+        or, for a set that adds both readings, unit(pieces) + weight unit(both), as the set holds such a word."""
         own, added = self.readings(words)
-        if added is own and self.reading_map is None:
-            read = own
-        else:
-            read = (mapped(own, self.reading_map) + np.float32(self.weight) * unit(added)).astype(np.float32)
+        read = own if added is own else (unit(own) + np.float32(self.weight) * unit(added)).astype(np.float32)
         return read if self.transform is None else (read @ self.transform).astype(np.float32)
 
     def readings(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -160,16 +150,14 @@ def tuned_transform(run_dir: Path, manifest: dict[str, Any], set_name: str) -> n
         return None
     if not record.get("alone_map"):
         return False
-    matrix = read_map(member(run_dir, record["alone_map"], run_dir / MANIFEST), _width(manifest), "tune the set again")
+    matrix = read_npz(member(run_dir, record["alone_map"], run_dir / MANIFEST), ("map",))["map"]
+    dim = int(manifest["model"].get("hidden_size", matrix.shape[0] if matrix.ndim else -1))  # the readings' width
+    if matrix.shape != (dim, dim) or not np.isfinite(matrix).all():
+        raise ConfigError(f"{run_dir / record['alone_map']} is damaged; tune the set again")
     inner = tuned_transform(run_dir, manifest, str(record["tuned_from"]))
     if inner is False:
         return False
     return matrix.astype(np.float32) if inner is None else (inner @ matrix).astype(np.float32)
-
-
-def _width(manifest: dict[str, Any]) -> int:
-    """The width of the run model's readings."""
-    return int(manifest["model"]["hidden_size"])
 
 
 @lru_cache(maxsize=1)

@@ -30,7 +30,7 @@ from torch.nn import functional
 from distill.config import check_device_name
 from distill.encoders.huggingface import resolve_device
 from distill.errors import ConfigError
-from distill.files import write_map
+from distill.files import atomic_path
 from distill.names import set_files, tuned_map_name
 from distill.progress import track
 from distill.rundir import RunDir
@@ -352,6 +352,13 @@ def tuning_targets(
         chosen = np.sort(np.random.default_rng(options.seed).choice(len(ids), sentences, replace=False))
         ids, targets, is_bag = [ids[i] for i in chosen], targets[chosen], is_bag[chosen]
     return ids, targets, int(is_bag.sum())
+
+
+def write_map(path: Path, matrix: np.ndarray) -> Path:
+    """A tuned set's map for words read alone (:meth:`TuneResult.untrained_map`), as ``map`` in an ``.npz``."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, map=matrix.astype(np.float32))
+    return path
 
 
 def tune_run(

@@ -4,9 +4,7 @@
 - ``pc+mean``: the sum of a word's unit first-PC and unit mean vectors;
 - ``remove_top``: all-but-the-top (Mu & Viswanath 2018): subtract the vocabulary mean and the projections on
   its ``d`` top principal directions;
-- ``whiten``: PCA whitening of the centred vocabulary (every direction given unit variance, rotated back);
-- ``fit_map``: the linear map that takes the model's readings of words alone nearest to the words' corpus
-  vectors, so that a word read alone lands among the corpus words rather than beside them.
+- ``whiten``: PCA whitening of the centred vocabulary (every direction given unit variance, rotated back).
 All act on ``(n_words, dim)`` arrays whose rows are the same words in the same order.
 """
 
@@ -66,27 +64,3 @@ def whiten(x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     values, vectors = np.linalg.eigh(centered.T @ centered / (len(x) - 1))
     scale = 1.0 / np.sqrt(np.maximum(values, eps))
     return ((centered @ vectors) * scale @ vectors.T).astype(np.float32)
-
-
-#: Fewest fitting words per dimension for a reading map (fewer: the readings are used as they are).
-MAP_WORDS_PER_DIM = 4
-
-
-def fit_map(readings: np.ndarray, targets: np.ndarray, ridge: float = 0.01) -> np.ndarray | None:
-    """The ``(dim, dim)`` map ``m`` (applied on the right) that brings each unit reading nearest, in least squares,
-    to its word's unit target, with a ridge of ``ridge`` times the mean eigenvalue; None for fewer than
-    :data:`MAP_WORDS_PER_DIM` words per dimension, too few to fit one."""
-    if len(readings) != len(targets):
-        raise ValueError("one target per reading")
-    a, b = unit(readings).astype(np.float64), unit(targets).astype(np.float64)
-    dim = a.shape[1]
-    if len(a) < MAP_WORDS_PER_DIM * dim:
-        return None
-    gram = a.T @ a
-    gram[np.diag_indices(dim)] += ridge * len(a) / dim  # the rows are unit: the trace is the number of words
-    return np.linalg.solve(gram, a.T @ b).astype(np.float32)
-
-
-def mapped(readings: np.ndarray, matrix: np.ndarray | None) -> np.ndarray:
-    """Unit rows: the readings moved by a :func:`fit_map` map (None: as they are)."""
-    return unit(readings if matrix is None else readings.astype(np.float32) @ matrix)

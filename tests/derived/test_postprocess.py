@@ -5,7 +5,7 @@ import pytest
 
 from distill.errors import ConfigError
 from distill.names import SET_SUFFIXES, VOCAB
-from distill.vectors.postprocess import combine, fit_map, mapped, remove_top, unit, whiten
+from distill.vectors.postprocess import combine, remove_top, unit, whiten
 
 
 def test_remove_top_removes_the_dominant_directions(rng):
@@ -25,19 +25,6 @@ def test_whitening_gives_unit_covariance(rng):
     x = rng.standard_normal((400, 6)) @ rng.standard_normal((6, 6)) + 3.0
     cov = np.cov(whiten(x), rowvar=False)
     np.testing.assert_allclose(cov, np.eye(6), atol=1e-4)
-
-
-def test_a_reading_map_takes_readings_to_their_targets(rng):
-    rotation = np.linalg.qr(rng.standard_normal((8, 8)))[0]
-    readings = rng.standard_normal((200, 8))
-    targets = unit(unit(readings) @ rotation) * rng.uniform(1, 5, (200, 1))  # each target's length is its own
-    matrix = fit_map(readings, targets, ridge=0.0)
-    np.testing.assert_allclose(matrix, rotation, atol=1e-5)  # the map that made the targets, found again
-    fresh = rng.standard_normal((5, 8))
-    np.testing.assert_allclose(mapped(fresh, matrix), unit(unit(fresh) @ rotation), atol=1e-5)
-    assert np.linalg.norm(fit_map(readings, targets) - rotation) > 1e-3  # the default ridge shrinks it
-    np.testing.assert_allclose(mapped(fresh, None), unit(fresh))
-    assert fit_map(readings[:31], targets[:31]) is None  # under 4 words per dimension: no map
 
 
 def test_combine_means_unit_rows_or_concatenates(rng):

@@ -430,7 +430,6 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
     corpus_words = run[layers[0], "mean"].index_to_key
     added = [w for w in frequent_words(300) if w not in set(corpus_words)]
     assert name.endswith(".alone0.5.words300") and recipe["words_added"] == len(added) > 100
-    assert "reading_map" not in recipe  # 53 corpus words are too few to fit a map for 32 dimensions
     assert run.manifest["vocabulary"]["from_language_words"] == len(added)
     assert kv.index_to_key == corpus_words + added  # the corpus words first, as the layer sets list them
     assert all(kv.get_vecattr(w, "count") == 0 for w in added[:5])
@@ -468,46 +467,6 @@ def test_language_words_are_read_alone_into_the_recommended_set(tiny_bert_dir, t
         np.testing.assert_allclose(both["best"][word], own + 0.5 * read, atol=1e-5)
     with pytest.raises(ConfigError, match="add --best"):
         distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], language_words=10)
-
-
-def test_words_read_alone_are_mapped_among_the_corpus_words(tiny_bert_dir, tmp_path, monkeypatch):
-    from distill.derived.recipe import Recipe, derive
-    from distill.serve.alone import AloneFallback
-    from distill.vectors import postprocess
-
-    monkeypatch.setattr(postprocess, "MAP_WORDS_PER_DIM", 1)  # the tiny corpus has 53 words for 32 dimensions
-    run = distill.run(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], out=str(tmp_path / "run"), layers="1-2",
-                      pooling="mean", best=True, alone_weight=0.5, language_words=300, min_count=3,
-                      progress=False)  # fmt: skip
-    name, recipe = run.manifest["best"], run.manifest["derived"][run.manifest["best"]]
-    layers, kv = recipe["layers"], run["best"]
-    assert recipe["reading_map"] == f"{name}.reading.npz" and recipe["reading_map"] in run.manifest["files"]
-    stored = np.load(run.out / recipe["reading_map"])["map"]
-    unit = lambda v: v / np.linalg.norm(v, axis=-1, keepdims=True)  # noqa: E731
-
-    def reading(word: str) -> np.ndarray:  # the layers' unit readings averaged, as the set combines its layers
-        return unit(np.mean([unit(v) for v in _read_alone(tiny_bert_dir, word, layers)], axis=0))
-
-    corpus = run[layers[0], "mean"].index_to_key
-    a = np.array([reading(w) for w in corpus])
-    c = unit(np.mean([unit(np.asarray(run[layer, "mean"][corpus])) for layer in layers], axis=0))
-    ridge = np.sqrt(0.01 * len(a) / a.shape[1]) * np.eye(a.shape[1])  # least squares with the ridge as rows
-    expected = np.linalg.lstsq(np.vstack([a, ridge]), np.vstack([c, np.zeros_like(ridge)]), rcond=None)[0]
-    np.testing.assert_allclose(stored, expected, atol=1e-4)
-    near = lambda x: np.mean(np.sum(unit(x) * c, axis=1))  # noqa: E731
-    assert near(a @ stored) > near(a) + 0.01  # the map brings the readings nearer the corpus vectors
-    added = [w for w in kv.index_to_key if w not in set(corpus)]
-    for word in [*corpus[:2], *added[:2]]:  # a corpus word keeps its vector; a word read alone is mapped
-        own = reading(word)
-        first = c[corpus.index(word)] if word in corpus else unit(own @ stored)
-        np.testing.assert_allclose(kv[word], first + 0.5 * own, atol=1e-4)
-    # a word the set lacks is given what the set gives a word it read alone
-    own = reading("kingqqq")
-    fallback = AloneFallback.open(run.out, name)
-    np.testing.assert_allclose(fallback.vector("kingqqq"), unit(own @ stored) + 0.5 * own, atol=1e-4)
-    again_name, again = derive(run.out, Recipe(layers=f"{layers[0]}-{layers[-1]}", pooling="mean", alone=0.5,
-                                               words=300))  # fmt: skip
-    assert again_name == name and np.allclose(again.vectors, kv.vectors, atol=1e-6)
 
 
 def test_a_word_read_alone_is_pooled_from_its_pieces_its_last_piece_or_its_whole_prompt(tiny_bert_dir):
