@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -48,15 +47,6 @@ def mapped(readings: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return unit(readings @ matrix)
 
 
-def corpus_words(run: str, words: list[str]) -> list[str]:
-    """The set's words the corpus gave (a count above 0 in ``vocab.tsv``), in the set's order."""
-    counts = {}
-    for line in (Path(run) / "vocab.tsv").read_text(encoding="utf-8").splitlines():
-        word, count = line.split("\t")[:2]
-        counts[word] = int(count) if count.isdigit() else 0
-    return [w for w in words if counts.get(w, 0) > 0]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
@@ -67,7 +57,10 @@ def main() -> None:
     run = RunDir(args.run)
     name = run.resolve_set(args.set, None, None)
     kv = run.load(name)
-    corpus = corpus_words(args.run, list(kv.index_to_key))
+    counts = run.counts(kv.index_to_key, name)
+    if counts is None:
+        raise SystemExit(f"{args.run} has no vocab.tsv to tell its corpus words by")
+    corpus = [w for w, n in zip(kv.index_to_key, counts) if n > 0]  # the rest were read alone
     data = {b: load_benchmark(b) for b in DEV + HELD_OUT}
     scored = sorted({w.lower() for d in data.values() for w in dataset_words(d)})
     words = sorted(set(corpus) | set(scored))
@@ -85,13 +78,14 @@ def main() -> None:
         matrix = fit_map(a[train], c[train], ridge)
         near = np.mean(np.sum(mapped(a[test], matrix) * c[test], axis=1))
         print(f"  mapped, ridge {ridge:g}: {near:.3f}")
-    known = np.array([w in set(corpus) for w in scored])
+    in_corpus = set(corpus)
+    known = np.array([w in in_corpus for w in scored])
     own = np.array([readings[w] for w in scored])
     vectors = unit(np.array([kv[w] if k else np.zeros(kv.vector_size) for w, k in zip(scored, known)]))
+    firsts = {None: own, **{ridge: mapped(own, fit_map(a, c, ridge)) for ridge in ridges}}  # maps on every word
     results = {}
     for weight in [float(x) for x in args.weights.split(",")]:
-        for ridge in [None, *ridges]:
-            first = own if ridge is None else mapped(own, fit_map(a, c, ridge))
+        for ridge, first in firsts.items():
             x = np.where(known[:, None], vectors, first) + weight * own
             target = to_keyed_vectors(scored, x.astype(np.float32))
             row = {b: 100 * evaluate_similarity(target, d, Oov.PAPER).score for b, d in data.items()}
