@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import itertools
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +37,7 @@ from distill.config import Template
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.metrics import Oov, evaluate_analogy, evaluate_similarity
 from distill.evaluation.report import dataset_words, with_fallback
-from distill.rundir import RunDir
+from distill.rundir import RunDir, read_vocab_counts
 from distill.serve.pieces import SetFallback
 from distill.vectors.keyed import l2_normalize, to_keyed_vectors
 
@@ -81,11 +80,7 @@ def main() -> None:
         raise SystemExit(f"{args.run} has no piece vectors for {name}: distil with --pieces, or score --alone")
     if fallback is None:  # a run without piece vectors: only the words read alone
         args.shrink, args.remove_top = "", ""
-    counts = {}
-    for line in (Path(args.run) / "vocab.tsv").read_text(encoding="utf-8").splitlines():
-        word, count = line.split("\t")[:2]
-        if count.isdigit():
-            counts[word] = int(count)
+    counts = read_vocab_counts(RunDir(args.run).vocab_path)
     cap = int(manifest["occurrences"]["per_word_max"])
     data = {b: load_benchmark(b) for b in BENCHMARKS}
     print(f"{args.run} {name}: {len(kv.index_to_key):,} words; Spearman x100 (pairs scored, coverage)")
