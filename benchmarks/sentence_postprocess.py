@@ -18,8 +18,9 @@ from pathlib import Path
 
 import numpy as np
 from model2vec import StaticModel
+from sts_columns import STS_HEADER, sts_cells  # benchmarks/, this script's folder
 
-from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.evaluation.sentences import load_sts, score_sts
 from distill.tune.teacher import read_teacher
 
 
@@ -51,16 +52,13 @@ def main() -> None:
     chosen = np.random.default_rng(0).choice(len(texts), min(args.sentences, len(texts)), replace=False)
     sample = model.encode([texts[i] for i in chosen], show_progress_bar=False).astype(np.float64)
     pairs = load_sts()
-    print("| post-processing | STS12 (test) | STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | "
-          "STS 13-16 |")  # fmt: skip
+    print(f"| post-processing | {STS_HEADER} |")
     print("|---|" + "---:|" * 8)
     fitted = maps(sample, [int(k) for k in args.top.split(",")], args.whiten.split(","))
     for name, post in fitted.items():
         encode = lambda s, post=post: post(model.encode(s, show_progress_bar=False).astype(np.float64))  # noqa: E731
         score = score_sts(encode, pairs, name)
-        years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
-        print(f"| {name} | {years} | {score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | "
-              f"{score.mean_13_16():.1f} |", flush=True)  # fmt: skip
+        print(f"| {name} | {sts_cells(score)} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ import itertools
 from dataclasses import replace
 
 import numpy as np
-from model2vec import StaticModel
+from sts_columns import STS_HEADER, sts_cells, table_score  # benchmarks/, this script's folder
 
-from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.evaluation.sentences import load_sts
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
@@ -49,8 +49,7 @@ def main() -> None:
     run = RunDir(args.run)
     name = run.resolve_set(args.set)
     pairs = load_sts()
-    print("| loss | lr | batch | shared map | sentences | best epoch | held-out loss | blend | STS12 (test) | STS13 | "
-          "STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
+    print(f"| loss | lr | batch | shared map | sentences | best epoch | held-out loss | blend | {STS_HEADER} |")
     print("|---|---:|---:|---|---:|---:|---|---:|" + "---:|" * 8)
     counts = [None if n == "all" else int(n) for n in args.sentences.split(",")]
     maps = [m == "on" for m in args.maps.split(",")]
@@ -58,12 +57,9 @@ def main() -> None:
 
     def report(table: TunedTable, label: str, fall: str) -> None:
         for blend in (float(b) for b in args.blends.split(",")):
-            model = StaticModel(table.blended(blend), table.tokenizer, normalize=False)  # as exported
-            score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
-            years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
+            score = table_score(table.blended(blend), table.tokenizer, pairs, f"{blend}")
             print(f"| {label} | {table.result.sentences:,} | {table.result.best_epoch} | {fall} | {blend:g} | "
-                  f"{years} | {score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | {score.mean_13_16():.1f} |",
-                  flush=True)  # fmt: skip
+                  f"{sts_cells(score)} |", flush=True)  # fmt: skip
 
     if args.rounds > 1:
         table = train_table(run, name, SentenceRecipe(Weighting.SIF), TuneOptions())

@@ -20,10 +20,10 @@ import time
 import faiss
 import numpy as np
 import torch
-from model2vec import StaticModel
+from sts_columns import STS_HEADER, sts_cells, table_score  # benchmarks/, this script's folder
 from torch.nn import functional
 
-from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.evaluation.sentences import load_sts
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
@@ -113,8 +113,7 @@ def main() -> None:
     near = neighbours(targets, args.k)
     print(f"{len(ids):,} targets ({train_only:,} bags); neighbours in {time.perf_counter() - t0:.0f} s")
     pairs = load_sts()
-    print("| pair weight | k | tuning s | best epoch | blend | STS12 (test) | STS13 | STS14 | STS15 | STS16 | "
-          "dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |")  # fmt: skip
+    print(f"| pair weight | k | tuning s | best epoch | blend | {STS_HEADER} |")
     print("|---:|---:|---:|---:|---:|" + "---:|" * 8)
     for weight in (float(w) for w in args.weights.split(",")):
         t0 = time.perf_counter()
@@ -122,14 +121,9 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         tuned = TunedTable(**vars(table), result=result)
         for blend in (float(b) for b in args.blends.split(",")):
-            model = StaticModel(tuned.blended(blend), table.tokenizer, normalize=False)  # as exported
-            score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
-            years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
-            print(
-                f"| {weight:g} | {args.k} | {seconds:.0f} | {result.best_epoch} | {blend:g} | {years} | "
-                f"{score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | {score.mean_13_16():.1f} |",
-                flush=True,
-            )
+            score = table_score(tuned.blended(blend), table.tokenizer, pairs, f"{blend}")
+            print(f"| {weight:g} | {args.k} | {seconds:.0f} | {result.best_epoch} | {blend:g} | {sts_cells(score)} |",
+                  flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from model2vec import StaticModel
+from sts_columns import STS_HEADER, sts_cells, table_score  # benchmarks/, this script's folder
 
-from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.evaluation.sentences import load_sts
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
@@ -60,16 +60,12 @@ def main() -> None:
     print(f"{table.name}: {len(counts):,} rows, {len(held_rows):,} held by a training text (median "
           f"{int(np.median(held_rows))}); best epoch {table.result.best_epoch}, held-out loss {held:.4f}")  # fmt: skip
     pairs = load_sts()
-    print("| blend | K | STS12 (test) | STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | "
-          "STS 13-16 |")  # fmt: skip
+    print(f"| blend | K | {STS_HEADER} |")
     print("|---:|---:|" + "---:|" * 8)
     for blend in (float(b) for b in args.blends.split(",")):
         for k in (float(v) for v in args.shrink.split(",")):
-            model = StaticModel(shrunk(table, counts, blend, k), table.tokenizer, normalize=False)  # as exported
-            score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend} {k}")
-            years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
-            print(f"| {blend:g} | {k:g} | {years} | {score.mean(DEV_YEARS):.1f} | {score.mteb_mean():.1f} | "
-                  f"{score.mean_13_16():.1f} |", flush=True)  # fmt: skip
+            score = table_score(shrunk(table, counts, blend, k), table.tokenizer, pairs, f"{blend} {k}")
+            print(f"| {blend:g} | {k:g} | {sts_cells(score)} |", flush=True)
 
 
 if __name__ == "__main__":

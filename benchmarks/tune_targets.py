@@ -28,13 +28,13 @@ import time
 from typing import Any
 
 import numpy as np
-from model2vec import StaticModel
 from sentence_transformers import SentenceTransformer
+from sts_columns import STS_HEADER, sts_cells, table_score  # benchmarks/, this script's folder
 
 from distill.config import Oov
 from distill.evaluation.datasets import load_benchmark
 from distill.evaluation.report import EvalOptions, score_vectors
-from distill.evaluation.sentences import DEV_YEARS, load_sts, score_sts
+from distill.evaluation.sentences import load_sts
 from distill.lexicon import BAG_WORDS, frequent_words, nearest_words, word_bags
 from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
@@ -123,8 +123,7 @@ def main() -> None:
     pairs = load_sts()
     benchmarks = [b for b in args.word_benchmarks.split(",") if b]
     datasets = {name: load_benchmark(name) for name in benchmarks}  # read once, scored at every blend
-    print("| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | STS12 (test) | "
-          "STS13 | STS14 | STS15 | STS16 | dev 12-14 (all pairs) | MTEB 12-16 | STS 13-16 |"
+    print(f"| added targets | sentences + added | seconds (teacher, tuning) | best epoch | blend | {STS_HEADER} |"
           + "".join(f" {b} |" for b in benchmarks))  # fmt: skip
     print("|---|---|---|---:|---:|" + "---:|" * (8 + len(benchmarks)))
     makers = {
@@ -153,12 +152,9 @@ def main() -> None:
         t2 = time.perf_counter()
         for blend in (float(b) for b in args.blends.split(",")):
             rows = tuned.blended(blend)
-            model = StaticModel(rows, table.tokenizer, normalize=False)  # as exported
-            score = score_sts(lambda s, m=model: m.encode(s, show_progress_bar=False), pairs, f"{blend}")
-            years = " | ".join(f"{v:.1f}" for v in score.mteb().values())
+            score = table_score(rows, table.tokenizer, pairs, f"{blend}")
             print(f"| {extra} | {len(ids):,} + {len(all_ids) - len(ids):,} | {t1 - t0:.0f}, {t2 - t1:.0f} | "
-                  f"{tuned.result.best_epoch} | {blend:g} | {years} | {score.mean(DEV_YEARS):.1f} | "
-                  f"{score.mteb_mean():.1f} | {score.mean_13_16():.1f} |"
+                  f"{tuned.result.best_epoch} | {blend:g} | {sts_cells(score)} |"
                   + word_columns(table.words, rows, datasets), flush=True)  # fmt: skip
 
 
