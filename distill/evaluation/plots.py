@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,14 @@ Panel = tuple[str, str, str]
 METRICS = {"spearman": "Spearman ρ", "accuracy": "accuracy (3CosAdd)", "purity": "cluster purity"}
 
 
-def _figure(n: int) -> tuple[Any, Any]:
+#: What each OOV policy does with an item whose word a set lacks, as a plot's title says it.
+POLICIES = {"standard": "items with a word a set lacks are skipped", "paper": "a missing word is the mean vector",
+            "pieces": "a missing word is read from its pieces", "alone": "a missing word is read alone"}  # fmt: skip
+
+
+def _figure(n: int, labels: Sequence[str] = (), panel: tuple[float, float] = (4.2, 3.2)) -> tuple[Any, Any]:
+    """A grid of ``n`` panels, three a row at most, each ``panel`` inches; with ``labels`` (one bar each), the
+    panels of a row share their bars' labels, written once at the left of the row in a margin they fit in."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,7 +32,10 @@ def _figure(n: int) -> tuple[Any, Any]:
 
     cols = min(3, n)  # a report of one benchmark is one panel wide
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    margin = 0.065 * max((len(label) for label in labels), default=0)  # inches of 7-point text
+    width, height = panel if not labels else (panel[0] - 1.0, max(2.0, 1.2 + 0.25 * len(labels)))
+    fig, axes = plt.subplots(rows, cols, figsize=(margin + width * cols, height * rows), squeeze=False,
+                             sharey=bool(labels))  # fmt: skip
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     return fig, axes.ravel()
@@ -52,36 +63,32 @@ def _panels(rows: Sequence[Any], asked: Sequence[Panel], oov: str) -> list[Panel
 
 
 def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
-    """One panel per benchmark asked for, one horizontal bar per set of vectors (baselines hatched), each
-    with its score and the items it scored (n): 44 pairs do not weigh as 321."""
+    """One panel per benchmark asked for, one horizontal bar per set of vectors (baselines hatched, grey), each
+    with its score and the items it scored (n): 44 pairs do not weigh as 321. The sets are named once a row."""
     panels = _panels(rows, panels, oov)
-    fig, axes = _figure(max(len(panels), 1))
+    labels = [row.label for row in rows]
+    fig, axes = _figure(max(len(panels), 1), labels)
+    axes[0].set_yticks(range(len(rows)), labels, fontsize=7)  # shared by the row's panels, named on its first
+    axes[0].invert_yaxis()  # the first set on top (once: the axis is shared)
     for ax, (bench, section, title) in zip(axes, panels):
-        labels, values, hatches, notes = [], [], [], []
-        for row in rows:
-            s = row.get(bench, section, oov)
-            labels.append(row.label)
-            if s is not None and not math.isnan(s.score):
-                values.append(s.score)
-                notes.append(f"{s.score:.2f} (n={s.n_covered:,})")
-            else:
-                values.append(0.0)
-                notes.append("none scored")
-            hatches.append("//" if row.baseline else "")
-        bars = ax.barh(range(len(rows)), values, color=["#bbbbbb" if h else "#3b75af" for h in hatches])
-        for bar, hatch, note in zip(bars, hatches, notes):
-            bar.set_hatch(hatch)
-            ax.annotate(note, (max(bar.get_width(), 0), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
-                        textcoords="offset points", va="center", fontsize=6)  # fmt: skip
-        ax.set_yticks(range(len(rows)), labels, fontsize=7)
-        ax.invert_yaxis()
+        scores = [row.get(bench, section, oov) for row in rows]
+        values = [s.score if s is not None and not math.isnan(s.score) else 0.0 for s in scores]
+        grey = [row.baseline for row in rows]
+        bars = ax.barh(range(len(rows)), values, color=["#bbbbbb" if g else "#3b75af" for g in grey])
+        for bar, baseline, s, value in zip(bars, grey, scores, values):
+            bar.set_hatch("//" if baseline else "")
+            note = f"{value:.2f} (n={s.n_covered:,})" if s is not None and not math.isnan(s.score) else "none scored"
+            ax.annotate(note, (max(value, 0), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=7)  # fmt: skip
         low, high = min(0.0, *values), max(1.0, *values)
-        ax.set_xlim(low, high * 1.25)  # room for the notes; no tick there, where no score can be
-        ax.set_xticks([t for t in ax.get_xticks() if low - 1e-9 <= t <= high + 1e-9])
-        total = next((s.n_total for r in rows if (s := r.get(bench, section, oov)) and s.n_total), 0)
+        ax.set_xlim(low, high * 1.6)  # room for the notes; no tick there, where no score can be
+        ax.set_xticks([t / 2 for t in range(math.floor(2 * low), math.floor(2 * high) + 1)])
+        total = next((s.n_total for s in scores if s and s.n_total), 0)
         ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
         ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)
-    fig.suptitle(f"scores (OOV policy: {oov}; n = items scored)", fontsize=11)
+        ax.tick_params(axis="y", labelsize=7)
+    title = f"scores by benchmark (OOV policy {oov}: {POLICIES.get(oov, oov)}; n = items scored)"
+    fig.suptitle(textwrap.fill(title, int(12 * fig.get_figwidth())), fontsize=10)  # 10-point text fits the width
     return _save(fig, Path(path))
 
 

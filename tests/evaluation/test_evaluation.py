@@ -311,6 +311,9 @@ def test_the_scores_plot_has_every_benchmark_asked_for_with_its_metric_and_items
     assert [t.get_text() for t in axes[2].texts] == ["none scored", "0.70 (n=402)"]
     for ax in axes:  # room beyond 1 for the notes, with no tick where no score can be
         assert max(ax.get_xticks()) == 1.0 < ax.get_xlim()[1]
+    named = [[t.get_text() for t in ax.get_yticklabels() if t.get_visible()] for ax in axes]
+    assert named == [["ours", "glove"], [], []]  # the sets named once, at the left of the row
+    assert "standard: items with a word a set lacks are skipped" in figures[0].get_suptitle().replace("\n", " ")
 
 
 def test_a_benchmark_no_set_covers_is_said_once_with_the_number_of_sets(caplog, monkeypatch):
@@ -347,4 +350,4 @@ def test_a_plot_of_one_benchmark_is_one_panel_wide(tmp_path):
 
     rows = [Row("set", "set.txt", {}, scores=[Score("ws353", "spearman", 0.7, 353, 353)])]
     image = imread(plot_scores(rows, tmp_path / "scores.png", [("ws353", "all", "WS353")]))
-    assert image.shape[1] == round(4.2 * 110)  # one panel of 4.2 inches at 110 dpi, not three
+    assert image.shape[1] < 2 * 3.2 * 110  # one panel (3.2 inches at 110 dpi) and its labels, not three panels
