@@ -259,7 +259,8 @@ def markdown(
                 cols = [c for c in columns if c not in analogies or not oov.fallback]
             if not cols:
                 continue
-            lines.append(f"## OOV policy `{oov.value}`, analogies by {method.value}")
+            scored = any(c in analogies for c in cols)  # a heading names the analogies' method only with them
+            lines.append(f"## OOV policy `{oov.value}`" + (f", analogies by {method.value}" if scored else ""))
             lines.append("")
             lines.append(
                 "| vectors | "

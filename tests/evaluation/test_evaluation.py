@@ -339,6 +339,7 @@ def test_a_report_of_words_read_alone_heads_each_benchmark_with_its_size_and_lea
     text = markdown([Row("set", "set.txt", {}, scores=scores)], options)
     assert "| vectors | WS353 /353 |\n" in text and "| set | 0.700 (353) |\n" in text
     assert "Google" not in text.split("## OOV policy `alone`")[1]
+    assert "## OOV policy `alone`\n" in text  # no analogies' method named where none is scored
 
 
 def test_a_plot_of_one_benchmark_is_one_panel_wide(tmp_path):
