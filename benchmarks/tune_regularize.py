@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import torch
 from sts_columns import STS_HEADER, sts_cells, table_score  # benchmarks/, this script's folder
 
 import distill.tune.train as train
@@ -68,7 +67,6 @@ def main() -> None:
     whole, held_out_loss = train.bag_batches, train.held_out_loss
     for p in (float(p) for p in args.dropout.split(",") if p):
         train.bag_batches = with_dropout(p)
-        torch.manual_seed(0)
         report(f"word dropout {p:g}", TuneOptions())
     train.bag_batches = whole
     for n in (int(n) for n in args.epochs.split(",") if n):
