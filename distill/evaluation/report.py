@@ -332,9 +332,10 @@ def write_report(
     plots = []
     if rows:
         panels = [c for c in COLUMNS if c[1] == "all" and c[0] in options.benchmarks]
-        plots.append(plot_scores(rows, out / SCORES_PLOT, panels))
+        oov = options.oov[0].value  # the plots show the first policy asked for (alone: not standard's nothing)
+        plots.append(plot_scores(rows, out / SCORES_PLOT, panels, oov))
         if sum("layer" in r.meta for r in rows) > 1:
-            plots.append(plot_layers(rows, out / LAYERS_PLOT, panels))
+            plots.append(plot_layers(rows, out / LAYERS_PLOT, panels, oov))
     for name in drawn_before - {p.name for p in plots}:
         member(out, name).unlink(missing_ok=True)
     data = to_json(rows, options)

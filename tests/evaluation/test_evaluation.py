@@ -342,6 +342,19 @@ def test_a_report_of_words_read_alone_heads_each_benchmark_with_its_size_and_lea
     assert "## OOV policy `alone`\n" in text  # no analogies' method named where none is scored
 
 
+def test_the_plots_show_the_first_policy_asked_for(monkeypatch, tmp_path):
+    from distill.evaluation import plots, report
+    from distill.evaluation.metrics import Score
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    rows = [report.Row("set", "set.txt", {}, scores=[Score("ws353", "spearman", 0.7, 353, 353, "alone")])]
+    report.write_report(rows, report.EvalOptions(benchmarks=("ws353",), oov=(Oov.ALONE,)), tmp_path)
+    (figure,) = figures
+    assert "OOV policy alone" in figure.get_suptitle()
+    assert [t.get_text() for t in figure.axes[0].texts] == ["0.70 (n=353)"]  # not an empty panel of standard's
+
+
 def test_a_plot_of_one_benchmark_is_one_panel_wide(tmp_path):
     from matplotlib.image import imread
 
