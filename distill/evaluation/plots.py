@@ -82,7 +82,7 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
                         textcoords="offset points", va="center", fontsize=7)  # fmt: skip
         low, high = min(0.0, *values), max(1.0, *values)
         ax.set_xlim(low, high * 1.6)  # room for the notes; no tick there, where no score can be
-        ax.set_xticks([t / 2 for t in range(math.floor(2 * low), math.floor(2 * high) + 1)])
+        ax.set_xticks([t / 2 for t in range(math.ceil(2 * low), math.floor(2 * high) + 1)])  # inside the scores
         total = next((s.n_total for s in scores if s and s.n_total), 0)
         ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
         ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)
