@@ -61,6 +61,7 @@ def test_choices_are_listed_and_checked_by_the_cli():
     for panel in ("Input and vocabulary", "Sampling", "Model", "Output", "Scale"):
         assert panel in help_text
     assert "--shuffle-buffer" in help_text and "uniform|greedy" in help_text
+    assert help_text.count('"distill[lexicon]"') == 2  # an extra's name, not markup for rich to drop
 
 
 def test_every_option_of_run_is_a_field_of_run_config_with_its_default():
