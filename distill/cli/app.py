@@ -94,14 +94,29 @@ def _tidy(param: Any, ctx: Any) -> None:
         param.metavar = _kind(param, ctx)
 
 
+def _plain_help(commands: list[Any]) -> None:
+    """Every parameter's help shown as written: typer renders help through rich, which would read the
+    ``[lexicon]`` of ``distill[lexicon]`` as a style tag and drop it."""
+    if not typer.core.HAS_RICH:
+        return
+    from rich.markup import escape
+
+    for sub in commands:
+        for param in sub.params:
+            if getattr(param, "help", None):
+                param.help = escape(param.help)
+
+
 def tidy_help(command: Any) -> None:
     """Metavars as command-line tools spell them (``TEXT``, ``INTEGER``, ``[pc|mean]``, nothing for a flag,
     arguments by name: ``VECTORS WORDS...``) where typer shows ``<list[str]>``, ``<bool>`` and ``{vectors}``;
     for every command, the group and each ``--help``. An older typer, which has no ``display_type_rich``, keeps
-    click's metavars, already spelt so."""
+    click's metavars, already spelt so. Help text is shown as written (:func:`_plain_help`). Once per command."""
+    commands = [command, *command.commands.values()]
+    _plain_help(commands)
     if not hasattr(typer.core.TyperOption, "display_type_rich"):
         return
-    for sub in [command, *command.commands.values()]:
+    for sub in commands:
         ctx = typer.Context(sub)
         for param in sub.params:
             _tidy(param, ctx)

@@ -17,16 +17,6 @@ import typer
 from distill.config import PANELS, RunConfig
 
 
-def plain(text: str) -> str:
-    """Help text shown as written: where typer renders help through rich, ``distill[lexicon]`` would be read
-    as a style tag and dropped."""
-    if not typer.core.HAS_RICH:
-        return text
-    from rich.markup import escape
-
-    return escape(text)
-
-
 @functools.cache
 def _fields() -> dict[str, tuple[dataclasses.Field[Any], Any]]:
     hints = typing.get_type_hints(RunConfig)
@@ -64,7 +54,7 @@ def parameters(names: Sequence[str] | None = None, **defaults: Any) -> list[insp
             default = ",".join(d.value if isinstance(d, enum.Enum) else str(d) for d in default)
         elif "cli_type" in f.metadata and default is not None:
             default = default.value if isinstance(default, enum.Enum) else str(default)  # as the option spells it
-        option = typer.Option(*decls, help=plain(f.metadata["help"]), rich_help_panel=f.metadata["panel"])
+        option = typer.Option(*decls, help=f.metadata["help"], rich_help_panel=f.metadata["panel"])
         out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                      annotation=Annotated[cli_type, option]))  # fmt: skip
     return out
