@@ -22,8 +22,8 @@ POLICIES = {"standard": "items with a word a set lacks are skipped", "paper": "a
             "pieces": "a missing word is read from its pieces", "alone": "a missing word is read alone"}  # fmt: skip
 
 
-def _figure(n: int, labels: Sequence[str] = (), panel: tuple[float, float] = (4.2, 3.2)) -> tuple[Any, Any]:
-    """A grid of ``n`` panels, three a row at most, each ``panel`` inches; with ``labels`` (one bar each), the
+def _figure(n: int, labels: Sequence[str] = ()) -> tuple[Any, Any]:
+    """A grid of ``n`` panels, three a row at most, each 4.2 x 3.2 inches; with ``labels`` (one bar each), the
     panels of a row share their bars' labels, written once at the left of the row in a margin they fit in."""
     import matplotlib
 
@@ -33,7 +33,7 @@ def _figure(n: int, labels: Sequence[str] = (), panel: tuple[float, float] = (4.
     cols = min(3, n)  # a report of one benchmark is one panel wide
     rows = math.ceil(n / cols)
     margin = 0.065 * max((len(label) for label in labels), default=0)  # inches of 7-point text
-    width, height = panel if not labels else (panel[0] - 1.0, max(2.0, 1.2 + 0.25 * len(labels)))
+    width, height = (4.2, 3.2) if not labels else (3.2, max(2.0, 1.2 + 0.25 * len(labels)))
     fig, axes = plt.subplots(rows, cols, figsize=(margin + width * cols, height * rows), squeeze=False,
                              sharey=bool(labels))  # fmt: skip
     for ax in axes.ravel()[n:]:
@@ -71,19 +71,20 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
     axes[0].set_yticks(range(len(rows)), labels, fontsize=7)  # shared by the row's panels, named on its first
     axes[0].invert_yaxis()  # the first set on top (once: the axis is shared)
     for ax, (bench, section, title) in zip(axes, panels):
-        scores = [row.get(bench, section, oov) for row in rows]
-        values = [s.score if s is not None and not math.isnan(s.score) else 0.0 for s in scores]
+        found = [row.get(bench, section, oov) for row in rows]
+        scores = [s if s is not None and not math.isnan(s.score) else None for s in found]  # None: none scored
+        values = [s.score if s else 0.0 for s in scores]
         grey = [row.baseline for row in rows]
         bars = ax.barh(range(len(rows)), values, color=["#bbbbbb" if g else "#3b75af" for g in grey])
-        for bar, baseline, s, value in zip(bars, grey, scores, values):
+        for bar, baseline, s in zip(bars, grey, scores):
             bar.set_hatch("//" if baseline else "")
-            note = f"{value:.2f} (n={s.n_covered:,})" if s is not None and not math.isnan(s.score) else "none scored"
-            ax.annotate(note, (max(value, 0), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+            note = f"{s.score:.2f} (n={s.n_covered:,})" if s else "none scored"
+            ax.annotate(note, (max(bar.get_width(), 0), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=7)  # fmt: skip
         low, high = min(0.0, *values), max(1.0, *values)
         ax.set_xlim(low, high * 1.6)  # room for the notes; no tick there, where no score can be
         ax.set_xticks([t / 2 for t in range(math.ceil(2 * low), math.floor(2 * high) + 1)])  # inside the scores
-        total = next((s.n_total for s in scores if s and s.n_total), 0)
+        total = next((s.n_total for s in found if s and s.n_total), 0)
         ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
         ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
