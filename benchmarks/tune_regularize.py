@@ -25,15 +25,13 @@ from distill.rundir import RunDir
 from distill.serve.weighting import SentenceRecipe, Weighting
 from distill.tune.options import TuneOptions
 
-HELD_OUT_BATCH = 4096  # the batch size train.tune cuts its held-out sentences into
-
 
 def with_dropout(p: float, seed: int = 0) -> Callable[..., Any]:
     """``train.bag_batches`` whose training batches drop each word with probability ``p``."""
     whole, rng = train.bag_batches, np.random.default_rng(seed)
 
     def batches(ids: list[np.ndarray], order: np.ndarray, size: int) -> list:
-        if size == HELD_OUT_BATCH or p == 0:
+        if size == train.EVAL_BATCH or p == 0:  # the held-out sentences stay whole
             return whole(ids, order, size)
         kept = list(ids)
         for r in order:
@@ -71,7 +69,7 @@ def main() -> None:
     train.bag_batches = whole
     for n in (int(n) for n in args.epochs.split(",") if n):
         falling = itertools.count()  # every epoch "better" than the last: the last one is kept
-        train.held_out_loss = lambda *a, f=falling, **k: (held_out_loss(*a, **k), -float(next(f)))[1]
+        train.held_out_loss = lambda *a, f=falling, **k: -float(next(f))
         report(f"{n} epochs, no early stop", TuneOptions(epochs=n, patience=n + 1))
     train.held_out_loss = held_out_loss
 

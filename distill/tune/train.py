@@ -44,6 +44,7 @@ from distill.tune.teacher import read_teacher
 from distill.vectors.keyed import to_keyed_vectors
 
 logger = logging.getLogger(__name__)
+EVAL_BATCH = 4096  # sentences a batch of the passes without gradients (the held-out loss, the start's norms)
 
 
 @dataclass
@@ -201,12 +202,12 @@ def tune(
     goal = torch.from_numpy(np.ascontiguousarray(targets, dtype=np.float32)).to(on)
     student = Student(vectors, options.shared_map).to(on)
     if options.loss == "mse":  # the teacher's scale is not the table's: match the median norms first
-        corpus = bag_batches(ids, np.arange(len(ids) - train_only), 4096)  # the sentences, not the bags
+        corpus = bag_batches(ids, np.arange(len(ids) - train_only), EVAL_BATCH)  # the sentences, not the bags
         with torch.no_grad():
             start = torch.cat([student(flat.to(on), offsets.to(on)) for flat, offsets, _ in corpus])
         goal *= start.norm(dim=1).median() / goal.norm(dim=1).median()
     optimizers = student.optimizers(options.learning_rate)
-    held_batches = bag_batches(ids, held, 4096)
+    held_batches = bag_batches(ids, held, EVAL_BATCH)
     result = TuneResult(vectors.astype(np.float32).copy(), sentences=len(ids))
     digest = inputs_digest(vectors, ids, targets, options, train_only, on) if checkpoint else ""
     saved = read_checkpoint(checkpoint, digest, on) if checkpoint else None
