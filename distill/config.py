@@ -103,15 +103,29 @@ def check_dtype(dtype: DType | str, allowed: Sequence[DType], option: str) -> DT
 class Oov(Choice):
     """What a word outside the vocabulary gets, in the benchmarks and in ``distill.load``."""
 
-    STANDARD = "standard"  # skip items with a missing word; coverage reported
-    PAPER = "paper"  # a missing word gets the mean vector; every item scored
-    PIECES = "pieces"  # a missing word gets the run's fallback (its pieces' vectors); every item scored
-    ALONE = "alone"  # a missing word gets the run's model reading it alone; every item scored
+    STANDARD = "standard"
+    PAPER = "paper"
+    PIECES = "pieces"
+    ALONE = "alone"
 
     @property
     def fallback(self) -> bool:
         """Whether the policy gives missing words a vector of the run's own (a run folder's sets only)."""
         return self in (Oov.PIECES, Oov.ALONE)
+
+    @property
+    def description(self) -> str:
+        """What the policy does with an item whose word a set lacks: the one wording of help, reports and plots."""
+        return OOV_DESCRIPTIONS[self]
+
+
+OOV_DESCRIPTIONS = {
+    Oov.STANDARD: "items with a missing word are skipped, coverage shown",
+    Oov.PAPER: "a missing word gets the mean vector (Ethayarajh 2019)",
+    Oov.PIECES: "a missing word gets the mean of its pieces' vectors from a run made with --pieces (the mean "
+    "vector if none was seen)",
+    Oov.ALONE: "a missing word is read alone by the run's model, in the set's layers",
+}
 
 
 class AlonePool(Choice):

@@ -12,7 +12,7 @@ import typer
 from distill.choices import Choice
 from distill.cli.app import ProgressOpt, VerboseOpt, app, setup_logging, user_errors
 from distill.cli.options import config_from, parameters, with_parameters
-from distill.config import DEFAULT_MODEL, parse_choices
+from distill.config import DEFAULT_MODEL, Oov, parse_choices
 from distill.errors import ConfigError
 from distill.names import ANALYSIS_REPORT
 
@@ -28,7 +28,6 @@ class Case(Choice):
 def evaluation_options(
     benchmarks: str, oov: str, analogy_method: str, analogy_top_n: int | None, case: Case, seed: int
 ) -> Any:
-    from distill.config import Oov
     from distill.evaluation.datasets import REGISTRY, available
     from distill.evaluation.metrics import AnalogyMethod, check_top_n
     from distill.evaluation.report import EvalOptions
@@ -84,11 +83,10 @@ BenchmarksOpt = Annotated[
 OovOpt = Annotated[
     str,
     typer.Option(
-        help="OOV policies: standard (skip items with a missing word, show coverage), paper "
-        "(a missing word gets the mean vector, as Ethayarajh 2019), pieces (a missing word gets the mean of its "
-        "pieces' vectors from a run made with --pieces; analogies not scored), alone (a missing word is read alone "
-        "by the run's model, in the set's layers: needs the model; analogies not scored), or several. pieces "
-        "is the fallback of neighbors, distill.load and the exports; distill table keeps the paper's standard,paper."
+        help="OOV policies, one or several: "
+        + "; ".join(f"{p.value}: {p.description}" for p in Oov)
+        + ". pieces and alone score no analogies; alone loads the model. pieces is the fallback of neighbors, "
+        "distill.load and the exports; distill table keeps the paper's standard,paper."
     ),
 ]
 MethodOpt = Annotated[str, typer.Option(help="Analogy scoring: 3cosadd, 3cosmul, or both.")]

@@ -76,8 +76,8 @@ def neighbors(
     oov: Annotated[
         str,
         typer.Option(
-            help="A run folder's words outside the vocabulary: pieces (the mean of their pieces' vectors) "
-            "or alone (the run's model reads the word alone; loads the model)."
+            help=f"A run folder's words outside the vocabulary: pieces ({Oov.PIECES.description}) "
+            f"or alone ({Oov.ALONE.description}; loads the model)."
         ),
     ] = Oov.PIECES.value,
 ) -> None:

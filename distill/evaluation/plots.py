@@ -9,17 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from distill.config import Oov
 from distill.files import atomic_path
 
 #: A panel: benchmark, section, title (the report's columns of the benchmarks asked for).
 Panel = tuple[str, str, str]
 #: Each metric as an axis names it.
 METRICS = {"spearman": "Spearman ρ", "accuracy": "accuracy (3CosAdd)", "purity": "cluster purity"}
-
-
-#: What each OOV policy does with an item whose word a set lacks, as a plot's title says it.
-POLICIES = {"standard": "items with a word a set lacks are skipped", "paper": "a missing word is the mean vector",
-            "pieces": "a missing word is read from its pieces", "alone": "a missing word is read alone"}  # fmt: skip
 
 
 def _figure(n: int, labels: Sequence[str] = ()) -> tuple[Any, Any]:
@@ -51,18 +47,18 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def _metric(rows: Sequence[Any], bench: str, section: str, oov: str) -> str:
+def _metric(rows: Sequence[Any], bench: str, section: str, oov: Oov) -> str:
     """The axis label of a benchmark's metric."""
     found = next((s.metric for r in rows if (s := r.get(bench, section, oov)) and s.metric != "none"), "")
     return METRICS.get(found, found)
 
 
-def _panels(rows: Sequence[Any], asked: Sequence[Panel], oov: str) -> list[Panel]:
+def _panels(rows: Sequence[Any], asked: Sequence[Panel], oov: Oov) -> list[Panel]:
     """The benchmarks asked for, in the report's order: every one, scored or not (an empty panel says so)."""
     return [p for p in asked if any(r.get(p[0], p[1], oov) for r in rows)]
 
 
-def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
+def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: Oov = Oov.STANDARD) -> Path:
     """One panel per benchmark asked for, one horizontal bar per set of vectors (baselines hatched, grey), each
     with its score and the items it scored (n): 44 pairs do not weigh as 321. The sets are named once a row."""
     panels = _panels(rows, panels, oov)
@@ -88,12 +84,12 @@ def plot_scores(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], 
         ax.set_title(f"{title} ({total:,} items)" if total else title, fontsize=10)
         ax.set_xlabel(_metric(rows, bench, section, oov), fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
-    title = f"scores by benchmark (OOV policy {oov}: {POLICIES.get(oov, oov)}; n = items scored)"
+    title = f"scores by benchmark (OOV policy {oov}: {oov.description}; n = items scored)"
     fig.suptitle(textwrap.fill(title, int(12 * fig.get_figwidth())), fontsize=10)  # 10-point text fits the width
     return _save(fig, Path(path))
 
 
-def plot_layers(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: str = "standard") -> Path:
+def plot_layers(rows: Sequence[Any], path: str | Path, panels: Sequence[Panel], oov: Oov = Oov.STANDARD) -> Path:
     """Score against layer, one line per model and pooling; baselines as dashed horizontal lines."""
     from matplotlib.ticker import MaxNLocator
 

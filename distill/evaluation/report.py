@@ -238,11 +238,9 @@ def markdown(
         "- similarity and SemEval: Spearman ρ; analogies: accuracy (question words excluded"
         + (f", candidates = top {options.analogy_top_n} words" if options.analogy_top_n else "")
         + "); categorization: cluster purity.",
-        "- `standard`: items with a missing word are skipped. "
-        "`paper`: a missing word gets the mean vector (Ethayarajh 2019), every item scored. "
-        "`pieces`: a missing word gets the mean of its pieces' vectors from the run (the mean vector if none "
-        "was seen), every item scored; analogies not scored. `alone`: a missing word gets the run's model reading "
-        "it alone, in the set's layers; analogies not scored. (n) = items whose words all have a vector (from "
+        "- "
+        + " ".join(f"`{p}`: {p.description}" + ("." if p is Oov.STANDARD else ", every item scored.") for p in Oov)
+        + " `pieces` and `alone` score no analogies. (n) = items whose words all have a vector (from "
         "the vocabulary, or from the fallback). Analogies with questions not covered also give the share of all "
         'questions answered right ("of all"), a question with a missing word counting as wrong.',
         "",
@@ -332,7 +330,7 @@ def write_report(
     plots = []
     if rows:
         panels = [c for c in COLUMNS if c[1] == "all" and c[0] in options.benchmarks]
-        oov = options.oov[0].value  # the plots show the first policy asked for (alone: not standard's nothing)
+        oov = options.oov[0]  # the plots show the first policy asked for (alone: not standard's nothing)
         plots.append(plot_scores(rows, out / SCORES_PLOT, panels, oov))
         if sum("layer" in r.meta for r in rows) > 1:
             plots.append(plot_layers(rows, out / LAYERS_PLOT, panels, oov))

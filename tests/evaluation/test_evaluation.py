@@ -313,7 +313,8 @@ def test_the_scores_plot_has_every_benchmark_asked_for_with_its_metric_and_items
         assert max(ax.get_xticks()) == 1.0 < ax.get_xlim()[1]
     named = [[t.get_text() for t in ax.get_yticklabels() if t.get_visible()] for ax in axes]
     assert named == [["ours", "glove"], [], []]  # the sets named once, at the left of the row
-    assert "standard: items with a word a set lacks are skipped" in figures[0].get_suptitle().replace("\n", " ")
+    title = figures[0].get_suptitle().replace("\n", " ")
+    assert "standard: items with a missing word are skipped, coverage shown" in title
 
 
 def test_a_benchmark_no_set_covers_is_said_once_with_the_number_of_sets(caplog, monkeypatch):
@@ -365,3 +366,26 @@ def test_a_plot_of_one_benchmark_is_one_panel_wide(tmp_path):
     rows = [Row("set", "set.txt", {}, scores=[Score("ws353", "spearman", 0.7, 353, 353)])]
     image = imread(plot_scores(rows, tmp_path / "scores.png", [("ws353", "all", "WS353")]))
     assert image.shape[1] < 2 * 3.2 * 110  # one panel (3.2 inches at 110 dpi) and its labels, not three panels
+
+
+def test_each_oov_policy_is_described_in_the_same_words_by_help_report_and_plot(monkeypatch, tmp_path):
+    import re
+
+    from typer.testing import CliRunner
+
+    import distill.evaluation.plots as plots
+    from distill.cli import app
+    from distill.evaluation.metrics import Score
+    from distill.evaluation.report import EvalOptions, Row, markdown
+
+    help_text = " ".join(re.sub(r"[│\s]+", " ", CliRunner().invoke(app, ["evaluate", "--help"]).output).split())
+    rows = [Row("set", "set.txt", {}, scores=[Score("ws353", "spearman", 0.7, 353, 353, p.value) for p in Oov])]
+    legend = markdown(rows, EvalOptions(benchmarks=("ws353",), oov=tuple(Oov)))
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    for policy in Oov:
+        plots.plot_scores(rows, tmp_path / "scores.png", [("ws353", "all", "WS353")], policy)
+        title = figures[-1].get_suptitle().replace("\n", " ")
+        said = f"{policy.value}: {policy.description}"
+        assert said in help_text and f"`{policy.value}`: {policy.description}" in legend and said in title
+    assert "pieces: a missing word gets the mean of its pieces' vectors" in help_text
