@@ -534,7 +534,8 @@ class RunConfig:
     resume: bool = option(
         True,
         "Go on from the checkpoint a killed or interrupted run with the same options and corpus left in "
-        "OUT/.distill-work; --restart starts afresh.",
+        "OUT/.distill-work, and leave as it is a finished run in OUT that these options would make again (the same "
+        "local model and corpus by content, its files as written); --restart distils afresh.",
         SCALE,
         Effect.NONE,
         flag="--resume/--restart",

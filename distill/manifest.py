@@ -49,6 +49,7 @@ def _dict(value: Any) -> bool:
 _FIELDS: dict[str, tuple[Callable[[Any], bool], bool]] = {
     "distill_version": (lambda v: isinstance(v, str), False),
     "files": (_strs, False),
+    "digests": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), True),
     "exports": (_strs, True),
     "exported_from": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), True),
     "layers": (_ints, False),

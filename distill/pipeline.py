@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from distill.analysis.measures import IntraSentence
-from distill.config import Engine, Pooling, RunConfig
+from distill.config import Effect, Engine, Pooling, RunConfig
 from distill.corpus import (
     CorpusStats,
     Vocabulary,
@@ -43,7 +43,7 @@ from distill.rundir import RunDir, listed_files, load
 from distill.serve.pieces import PieceSums
 from distill.sets import Encoded, write_sets
 from distill.tune.teacher import TeacherTargets, teacher_pooling
-from distill.workdir import WorkDir, open_run
+from distill.workdir import WorkDir, finished_as_asked, open_run
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -54,8 +54,9 @@ class RunResult:
     """Vectors of a run, keyed by set name (``"layer1.pc"``, ``"layers4-6.mean"``) as the files are named."""
 
     out: Path
-    vectors: dict[str, Any]  # gensim KeyedVectors
+    vectors: Mapping[str, Any]  # gensim KeyedVectors
     manifest: dict[str, Any]
+    reused: bool = False  # a finished run found up to date, not run again
 
     def __getitem__(self, key: int | str | tuple[int, str]) -> Any:
         """``result[1]``: layer 1, first pooling; ``result[1, "mean"]``: layer 1, mean pooling;
@@ -112,9 +113,24 @@ def host_workers(config: RunConfig) -> int | None:
 
 def run_pipeline(config: RunConfig) -> RunResult:
     """Distil static vectors as ``config`` says, write them under ``config.out``, return them (with
-    ``--tune-blend``, the recommended set tuned toward the teacher)."""
+    ``--tune-blend``, the recommended set tuned toward the teacher). A finished run in ``out`` that these options
+    would make again, proven by content (:func:`finished_as_asked`), is returned as it is, unless ``--restart``."""
     blend = config.tune_blend
-    return run_pipeline_then(config, lambda result: result if blend is None else tune_best(result, blend, config))
+    return run_pipeline_then(
+        config, lambda result: result if blend is None else tune_best(result, blend, config), finished=up_to_date
+    )
+
+
+def up_to_date(plan: Plan) -> RunResult | None:
+    """The finished run in ``plan.out`` when it is what the plan would write again (its sets read when asked
+    for); None to distil."""
+    if not plan.config.resume:
+        return None
+    manifest = finished_as_asked(plan.out, plan.config, plan.corpus, package_versions(), Effect.NONE)
+    if manifest is None:
+        return None
+    logger.info("%s is up to date: a finished run of these options, model and corpus, its files as written", plan.out)
+    return RunResult(out=plan.out, vectors=RunDir(plan.out).sets(), manifest=manifest, reused=True)
 
 
 def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
@@ -137,18 +153,24 @@ def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
 
 
 def run_pipeline_then(
-    config: RunConfig, step: Callable[[RunResult], T], check: Callable[[Plan], None] | None = None
+    config: RunConfig,
+    step: Callable[[RunResult], T],
+    check: Callable[[Plan], None] | None = None,
+    finished: Callable[[Plan], T | None] | None = None,
 ) -> T:
     """:func:`run_pipeline`, then ``step`` on its result before the run counts as finished: under the run's
     lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
     from the finished encoding (``distill model``'s tuning and export). ``check``: the step's own checks
-    against the plan (the model's size), before anything is written."""
+    against the plan (the model's size), before anything is written. ``finished``: what to return instead of
+    running, given the plan (a finished run found up to date), or None to run."""
     timings = Timings()
     with timings("plan"):  # the model's config read (transformers imported) and every option checked
         plan = plan_run(config)
         if check is not None:
             check(plan)
         texts = read_small_text(config.teacher_texts, "--teacher-texts file") if config.teacher_texts else []
+    if finished is not None and (done := finished(plan)) is not None:
+        return done
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
     version = package_versions().get("distill", "dev")
     with contextlib.ExitStack() as stack:
@@ -203,7 +225,12 @@ def summary(result: RunResult) -> str:
         f"vocabulary {m['vocabulary']['size']:,} words (dropped: {dropped})",
         f"encoded {m['occurrences']['encoded']:,} occurrences in {m['encoding']['sentences']:,} sentences, "
         f"{m['encoding']['tokens']:,} tokens at {m['encoding']['tokens_per_second']:,.0f} tokens/s",
-        f"wrote {len(m['files'])} files to {result.out} in {m['timings_seconds']['total']:.1f} s",
+        (
+            f"up to date (--restart distils again): {len(m['files'])} files in {result.out}, written"
+            if result.reused
+            else f"wrote {len(m['files'])} files to {result.out}"
+        )
+        + f" in {m['timings_seconds']['total']:.1f} s",
     ]
     if m.get("best"):
         paper = "; the paper's: layer1.pc.txt" if "layer1.pc.txt" in m["files"] else ""

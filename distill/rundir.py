@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from distill.files import (
     is_bare_name,
     is_replaceable,
     member,
+    sha256_file,
     subfolder,
     write_json,
 )
@@ -151,9 +152,27 @@ class RunDir:
         return lock
 
     def write_manifest(self, data: dict[str, Any]) -> None:
-        """Write a finished run's manifest, last (the run holds the lock: :meth:`claim`)."""
+        """Write a finished run's manifest, last (the run holds the lock: :meth:`claim`), with the sha256 of each
+        file it lists: what :meth:`intact` proves them by."""
         checked = check_manifest(data, self.manifest_path)
+        checked["digests"] = self._digests(checked["files"])
         write_json(checked, self.manifest_path)
+
+    def _digests(self, names: Iterable[str]) -> dict[str, str]:
+        """The sha256 of each of ``names`` that is a plain file of the folder."""
+        paths = {name: member(self.path, name, self.manifest_path) for name in names}
+        return {name: sha256_file(path) for name, path in paths.items() if path.is_file()}
+
+    def intact(self, data: dict[str, Any]) -> bool:
+        """Whether every file manifest ``data`` lists is here, a plain file, with the contents it was written with
+        (the digests :meth:`write_manifest` and :meth:`update_manifest` record)."""
+        digests = data.get("digests")
+        if not isinstance(digests, dict) or set(digests) != set(data["files"]):
+            return False
+        try:
+            return self._digests(data["files"]) == digests
+        except (ConfigError, OSError):  # a link, or a file gone while being read
+            return False
 
     def add_set(
         self, name: str, record: dict[str, Any], files: Sequence[str], recommend: bool = False
@@ -231,7 +250,10 @@ class RunDir:
             data = self.manifest()
             if change is not None:
                 change(data)
-            data["files"] += [bare_name(f, self.path) for f in files if f not in data["files"]]
+            names = [bare_name(f, self.path) for f in files]
+            data["files"] += [name for name in names if name not in data["files"]]
+            kept = {k: v for k, v in data.get("digests", {}).items() if k in data["files"] and k not in names}
+            data["digests"] = {**kept, **self._digests(names)}  # the files listed now may have been written again
             write_json(data, self.manifest_path)
         return data
 
@@ -393,12 +415,37 @@ class RunDir:
         """Set ``name`` as gensim ``KeyedVectors`` (from its binary file), from a complete run only."""
         return load_file(self.set_binary(name))
 
+    def sets(self) -> Mapping[str, Any]:
+        """Every set of the run by name, each read from its binary file when first asked for."""
+        return _LazySets(self, tuple(sets_of(self.manifest())))
+
     def set_binary(self, name: str) -> Path:
         """The binary word2vec file of set ``name``, from a complete run only."""
         data = self.check_complete()
         if self.file(name, ".bin").name not in data["files"]:
             raise ConfigError(f"{self.path} has no set {name}; its sets: {', '.join(sets_of(data))}")
         return self.file(name, ".bin")
+
+
+class _LazySets(Mapping[str, Any]):
+    """:meth:`RunDir.sets`: a run's sets by name, read when first asked for (a large run's sets are gigabytes)."""
+
+    def __init__(self, run: RunDir, names: tuple[str, ...]) -> None:
+        self._run, self._names = run, names
+        self._read: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = self._run.load(name)
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _remove_made(paths: Sequence[Path]) -> None:

@@ -73,6 +73,34 @@ def fingerprint(
     return {"options": config.without(Effect.NONE, Effect.AFTER), "corpus": files, "model": model, "distill": version}
 
 
+def finished_as_asked(
+    out: Path, config: RunConfig, corpus: tuple[str, ...], versions: dict[str, str], *ignored: Effect
+) -> dict[str, Any] | None:
+    """The manifest of the finished run in ``out`` when it is what ``config`` would make again: the same options
+    (but those whose change has one of ``ignored``), the same local model and ``corpus`` by content, the same
+    ``versions`` of distill and the libraries, and every file it lists as it was written (by content); else None.
+    A hub model's files are not known until it is loaded, and a stream cannot be read twice: never reused."""
+    run = RunDir(out)
+    if (out / WORK_DIR).exists() or not run.is_run() or any(map(streamed, corpus)):
+        return None  # an unfinished or running run's folder
+    try:
+        manifest = run.manifest()
+    except ConfigError:
+        return None
+    defaults, keep = RunConfig().to_json(), lambda key: key not in ("corpus", "out")  # inputs: compared by content
+    saved = {k: v for k, v in manifest["config"].items() if keep(k)}
+    wanted = {k: v for k, v in config.without(*ignored).items() if keep(k)}
+    if manifest.get("versions") != versions or any(saved.get(k, defaults.get(k)) != v for k, v in wanted.items()):
+        return None
+    model = model_contents(config.model, config.gguf_file)
+    if not model or manifest["model"].get("files") != model:
+        return None
+    paths = expand_corpus(corpus, listed_files)
+    if [f.get("sha256") for f in manifest["corpus"]["files"]] != [sha256_file(p) for p in paths]:
+        return None
+    return manifest if run.intact(manifest) and not (out / WORK_DIR).exists() else None
+
+
 @dataclass
 class OpenRun:
     """A run folder claimed for one run: its work folder, whether a checkpoint there is reused, the corpus

@@ -147,7 +147,8 @@ def test_a_corpus_folder_used_as_output_folder_is_not_read_back(tiny_bert_dir, t
     first = distill.run(model=str(tiny_bert_dir), corpus=[str(folder)], out=str(folder), min_count=3,
                         max_occurrences=5, progress=False)  # fmt: skip
     second = distill.run(model=str(tiny_bert_dir), corpus=[str(folder)], out=str(folder), min_count=3,
-                         max_occurrences=5, progress=False)  # fmt: skip
+                         max_occurrences=5, progress=False, resume=False)  # fmt: skip
+    assert not second.reused  # distilled again, reading the folder with the first run's files in it
     assert [Path(f["path"]).name for f in second.manifest["corpus"]["files"]] == ["text.txt"]
     assert second.manifest["vocabulary"] == first.manifest["vocabulary"]
     np.testing.assert_array_equal(second[1].vectors, first[1].vectors)

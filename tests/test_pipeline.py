@@ -398,3 +398,33 @@ def test_a_run_without_progress_shows_no_bar_of_transformers_either(tiny_bert_di
     assert hf_logging.is_progress_bar_enabled()  # the caller's setting, as it was
     _run(tiny_bert_dir, tmp_path / "shown", progress=True)
     assert "Loading weights" in capfd.readouterr().err
+
+
+def test_a_finished_run_is_not_run_again_while_its_inputs_and_files_are_as_they_were(tiny_bert_dir, tmp_path, caplog):
+    """The same command on a finished run returns it as it is (its files untouched, its sets read when asked for);
+    a file changed since, an option changed or --restart distils again, and what that writes is what the first
+    run wrote."""
+    out = tmp_path / "run"
+    first = _run(tiny_bert_dir, out, layers="1", best=True)
+    files = sorted(json.loads((out / "manifest.json").read_text())["files"])
+    stamps = {name: (out / name).stat().st_mtime_ns for name in files}
+    with caplog.at_level("INFO", logger="distill.pipeline"):
+        again = _run(tiny_bert_dir, out, layers="1", best=True)
+    assert again.reused and not first.reused and "is up to date" in caplog.text
+    assert {name: (out / name).stat().st_mtime_ns for name in files} == stamps  # nothing written
+    assert again["best"].index_to_key == first["best"].index_to_key
+    np.testing.assert_array_equal(again["best"].vectors, first["best"].vectors)
+    assert sorted(again.vectors) == sorted(first.vectors)
+    assert "up to date (--restart distils again)" in distill.pipeline.summary(again)
+
+    distill.derive(out, layers="1", pooling="pc", remove_top=1, progress=False)  # a set added later: proven too
+    assert _run(tiny_bert_dir, out, layers="1", best=True).reused
+    digests = {name: sha256_file(out / name) for name in files}
+    text = out / "layer1.pc.txt"
+    text.write_text(text.read_text().replace("0", "1", 1))  # one digit of a vector file, edited
+    redone = _run(tiny_bert_dir, out, layers="1", best=True)
+    assert not redone.reused and {name: sha256_file(out / name) for name in files} == digests
+    assert not _run(tiny_bert_dir, out, layers="1", best=True, resume=False).reused
+    assert not _run(tiny_bert_dir, out, layers="1", best=True, seed=1).reused
+    assert not _run(tiny_bert_dir, out, layers="1", best=True).reused  # the last run's seed was 1
+    assert _run(tiny_bert_dir, out, layers="1", best=True, progress=True).reused  # how a run is watched: no matter

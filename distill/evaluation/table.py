@@ -12,16 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from distill.config import Effect, RunConfig
-from distill.corpus import expand_corpus, streamed
+from distill.corpus import streamed
 from distill.errors import ConfigError
 from distill.evaluation.baselines import BaselineConfig, Method, reusable_baselines, train_baselines, training_words
 from distill.evaluation.report import EvalOptions, Row, evaluate_rows, write_report
 from distill.evaluation.vectors import expand_paths, load_vectors
-from distill.files import sha256_file, subfolder
+from distill.files import subfolder
 from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
-from distill.paths import corpus_slug, data_dir, default_corpus, default_out, model_contents
-from distill.rundir import RunDir, check_own_folder, listed_files, read_vocab_counts
+from distill.paths import corpus_slug, data_dir, default_corpus, default_out
+from distill.plan import package_versions
+from distill.rundir import RunDir, check_own_folder, read_vocab_counts
 from distill.vectors.reader import check_vector_file
+from distill.workdir import finished_as_asked
 
 logger = logging.getLogger(__name__)
 
@@ -43,22 +45,11 @@ class TableConfig:
 
 
 def _reusable_run(config: RunConfig, out: Path) -> bool:
-    """Whether ``out`` holds a finished run whose vectors are those ``config`` would give."""
-    run = RunDir(out)
-    if not run.is_run():
-        return False
-    manifest = run.manifest()
-    saved = manifest["config"]
-    defaults = RunConfig().to_json()  # a key older runs lack counts as its default
-    wanted = config.without(Effect.NONE, Effect.FILES, Effect.AFTER)
-    if not all(saved.get(k, defaults.get(k)) == v for k, v in wanted.items()):
-        return False
-    # the same model and corpus by content: a file changed since (same name) is distilled again, and so is a run
-    # whose manifest does not list its model's files (written before they were recorded)
-    if manifest["model"].get("files") != model_contents(config.model, config.gguf_file):
-        return False
-    now = [sha256_file(path) for path in expand_corpus(config.corpus, listed_files)]
-    return now == [f.get("sha256") for f in manifest["corpus"]["files"]]
+    """Whether ``out`` holds a finished run whose vectors are those ``config`` would give, proven by content: its
+    model, corpus and files (:func:`finished_as_asked`); other outputs and the tuning may differ."""
+    corpus = config.corpus or (str(default_corpus()),)
+    versions = package_versions()
+    return finished_as_asked(out, config, corpus, versions, Effect.NONE, Effect.FILES, Effect.AFTER) is not None
 
 
 def _check_before_distilling(config: TableConfig, root: Path, outs: list[Path]) -> None:

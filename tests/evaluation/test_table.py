@@ -196,7 +196,7 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     assert "exports" not in json.loads((out / "manifest.json").read_text())
 
 
-def test_a_finished_run_is_reused_only_while_its_model_files_are_unchanged_by_content(tiny_bert_dir, tmp_path):
+def test_a_finished_run_is_reused_only_while_its_model_and_files_are_unchanged_by_content(tiny_bert_dir, tmp_path):
     import shutil
 
     from distill.config import RunConfig
@@ -217,6 +217,12 @@ def test_a_finished_run_is_reused_only_while_its_model_files_are_unchanged_by_co
     config_file.write_bytes(original.replace(b"{", b"{ ", 1))  # same name, same meaning, other bytes
     assert not _reusable_run(config, out)
     config_file.write_bytes(original)
+    assert _reusable_run(config, out)
+    vectors = out / "layer1.pc.bin"
+    written = vectors.read_bytes()
+    vectors.write_bytes(written[:-1] + bytes([written[-1] ^ 1]))  # the distillation's output, changed since
+    assert not _reusable_run(config, out)
+    vectors.write_bytes(written)
     assert _reusable_run(config, out)
     del manifest["model"]["files"]  # a run recorded before the model's digests were
     (out / MANIFEST).write_text(json.dumps(manifest))
