@@ -43,7 +43,7 @@ from distill.rundir import RunDir, listed_files, load
 from distill.serve.pieces import PieceSums
 from distill.sets import Encoded, write_sets
 from distill.tune.teacher import TeacherTargets, teacher_pooling
-from distill.workdir import WorkDir, finished_as_asked, open_run
+from distill.workdir import Finished, WorkDir, finished_as_asked, open_run
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -117,20 +117,20 @@ def run_pipeline(config: RunConfig) -> RunResult:
     would make again, proven by content (:func:`finished_as_asked`), is returned as it is, unless ``--restart``."""
     blend = config.tune_blend
     return run_pipeline_then(
-        config, lambda result: result if blend is None else tune_best(result, blend, config), finished=up_to_date
+        config, lambda result: result if blend is None else tune_best(result, blend, config), reuse=lambda r: r
     )
 
 
-def up_to_date(plan: Plan) -> RunResult | None:
-    """The finished run in ``plan.out`` when it is what the plan would write again (its sets read when asked
-    for); None to distil."""
-    if not plan.config.resume:
-        return None
-    manifest = finished_as_asked(plan.out, plan.config, plan.corpus, package_versions(), Effect.NONE)
-    if manifest is None:
-        return None
-    logger.info("%s is up to date: a finished run of these options, model and corpus, its files as written", plan.out)
-    return RunResult(out=plan.out, vectors=RunDir(plan.out).sets(), manifest=manifest, reused=True)
+def up_to_date(plan: Plan, versions: dict[str, str]) -> Finished:
+    """:func:`open_run`'s test of the finished run in the plan's folder: up to date when the plan would write it
+    again (:func:`finished_as_asked`, how a run is watched or spread aside)."""
+    return lambda model: finished_as_asked(plan.out, plan.config, plan.corpus, versions, Effect.NONE, model=model)
+
+
+def reused_run(out: Path, manifest: dict[str, Any]) -> RunResult:
+    """The finished run in ``out`` found up to date, its sets read when asked for."""
+    logger.info("%s is up to date: a finished run of these options, model and corpus, its files as written", out)
+    return RunResult(out=out, vectors=RunDir(out).sets(), manifest=manifest, reused=True)
 
 
 def tune_best(result: RunResult, blend: float, config: RunConfig) -> RunResult:
@@ -156,26 +156,29 @@ def run_pipeline_then(
     config: RunConfig,
     step: Callable[[RunResult], T],
     check: Callable[[Plan], None] | None = None,
-    finished: Callable[[Plan], T | None] | None = None,
+    reuse: Callable[[RunResult], T] | None = None,
 ) -> T:
     """:func:`run_pipeline`, then ``step`` on its result before the run counts as finished: under the run's
     lock, with the work folder kept, so that if ``step`` fails or is interrupted the same command goes on
     from the finished encoding (``distill model``'s tuning and export). ``check``: the step's own checks
-    against the plan (the model's size), before anything is written. ``finished``: what to return instead of
-    running, given the plan (a finished run found up to date), or None to run."""
+    against the plan (the model's size), before anything is written. ``reuse``: what to return, under the lock,
+    of a finished run found up to date (:func:`finished_as_asked`; unless ``--restart``), instead of running
+    again; None: always run."""
     timings = Timings()
     with timings("plan"):  # the model's config read (transformers imported) and every option checked
         plan = plan_run(config)
         if check is not None:
             check(plan)
         texts = read_small_text(config.teacher_texts, "--teacher-texts file") if config.teacher_texts else []
-    if finished is not None and (done := finished(plan)) is not None:
-        return done
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
-    version = package_versions().get("distill", "dev")
+    versions = package_versions()
+    version = versions.get("distill", "dev")
+    finished = None if reuse is None else up_to_date(plan, versions)
     with contextlib.ExitStack() as stack:
         with timings("claim"):  # the lock, the fingerprint (the model's and corpus's digests), a checkpoint's check
-            opened = stack.enter_context(open_run(plan.out, config, plan.corpus, version))
+            opened = stack.enter_context(open_run(plan.out, config, plan.corpus, version, finished))
+        if opened.done is not None and reuse is not None:
+            return reuse(reused_run(opened.out, opened.done))
         workers = stack.enter_context(contextlib.ExitStack())
         given = {copy: path for path, copy in zip(plan.corpus, opened.corpus) if copy != path}  # stdin, FIFOs
         plan = dataclasses.replace(plan, out=opened.out, corpus=opened.corpus, model_files=tuple(opened.model),

@@ -4,6 +4,7 @@ model2vec and sentence-transformers folders with a model card (teacher, corpus, 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from distill.serve.card import WORD_BENCHMARKS as CARD_NAMES
 from distill.serve.card import Score, card_text, reshaped
 from distill.serve.export import export_run
 from distill.serve.formats import EXPORT_INFO, Format
+from distill.workdir import WorkDir
 
 WORD_BENCHMARKS = ("simlex999", "men", "ws353")
 
@@ -171,3 +173,16 @@ def build_model(
         for s in scores
     ]
     return folders, [f"exported {exported} (the better export on the dev years, STS 2012-2014)", *summary]
+
+
+def model_step(
+    tune_epochs: int, progress: bool, dtype: str, dims: int | None, top_words: int | None, device: str
+) -> Callable[[Any], tuple[list[Path], list[str]]]:
+    """``distill model``'s step after the run (:func:`build_model`); a tuning stopped part way goes on from its
+    checkpoint in the run's work folder, which a run found up to date has not: its tuning starts afresh."""
+
+    def step(result: Any) -> tuple[list[Path], list[str]]:
+        checkpoint = None if result.reused else WorkDir(result.out).tuning
+        return build_model(result, tune_epochs, progress, dtype, dims, top_words, device, checkpoint)
+
+    return step

@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,12 +74,18 @@ def fingerprint(
 
 
 def finished_as_asked(
-    out: Path, config: RunConfig, corpus: tuple[str, ...], versions: dict[str, str], *ignored: Effect
+    out: Path,
+    config: RunConfig,
+    corpus: tuple[str, ...],
+    versions: dict[str, str],
+    *ignored: Effect,
+    model: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
     """The manifest of the finished run in ``out`` when it is what ``config`` would make again: the same options
     (but those whose change has one of ``ignored``), the same local model and ``corpus`` by content, the same
     ``versions`` of distill and the libraries, and every file it lists as it was written (by content); else None.
-    A hub model's files are not known until it is loaded, and a stream cannot be read twice: never reused."""
+    ``model``: the model's :func:`model_contents`, found here when not given. A hub model's files are not known
+    until it is loaded, and a stream cannot be read twice: never reused."""
     run = RunDir(out)
     if (out / WORK_DIR).exists() or not run.is_run() or any(map(streamed, corpus)):
         return None  # an unfinished or running run's folder
@@ -92,7 +98,7 @@ def finished_as_asked(
     wanted = {k: v for k, v in config.without(*ignored).items() if keep(k)}
     if manifest.get("versions") != versions or any(saved.get(k, defaults.get(k)) != v for k, v in wanted.items()):
         return None
-    model = model_contents(config.model, config.gguf_file)
+    model = model_contents(config.model, config.gguf_file) if model is None else model
     if not model or manifest["model"].get("files") != model:
         return None
     paths = expand_corpus(corpus, listed_files)
@@ -115,13 +121,22 @@ class OpenRun:
     model: list[dict[str, Any]]
     encoded: bool = False
     finished: bool = False
+    done: dict[str, Any] | None = None  # the manifest of a finished run found up to date: nothing cleared
+
+
+#: ``open_run``'s test of a finished run in its folder, under the lock, given the model's contents: its manifest
+#: when it is up to date (:func:`finished_as_asked`), else None.
+Finished = Callable[[list[dict[str, Any]]], "dict[str, Any] | None"]
 
 
 @contextlib.contextmanager
-def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str) -> Iterator[OpenRun]:
+def open_run(
+    out: Path, config: RunConfig, corpus: tuple[str, ...], version: str, finished: Finished | None = None
+) -> Iterator[OpenRun]:
     """Claim ``out`` for one run (its lock, held to the end), open its work folder (reused when the
     fingerprint of ``config`` as given, ``corpus`` and distill's ``version`` is unchanged), clear the previous
-    run's files. On leaving: the work folder goes once the run finished (or could never resume), a folder
+    run's files; unless ``finished`` finds the finished run there up to date (``done``), which is left as it is.
+    On leaving: the work folder goes once the run finished (or could never resume, or was up to date), a folder
     made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
     created = not out.exists()
     unfinished = (out / WORK_DIR).is_dir()  # a killed run's: the files it wrote before its manifest are its own
@@ -138,9 +153,11 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         # fingerprinted once the folder is claimed: a second writer is refused before the model and corpus are
         # hashed; the model's digests also go into the manifest, what a finished run is reused by
         opened.model = model_contents(config.model, config.gguf_file)
-        print_ = fingerprint(config, corpus, version, opened.model) if can_resume else None
-        opened.reused, opened.corpus = work.open(print_, corpus)
-        run.clear_previous(unfinished)  # under the lock: a finished folder never mixes two runs
+        opened.done = finished(opened.model) if finished is not None and can_resume and not unfinished else None
+        if opened.done is None:
+            print_ = fingerprint(config, corpus, version, opened.model) if can_resume else None
+            opened.reused, opened.corpus = work.open(print_, corpus)
+            run.clear_previous(unfinished)  # under the lock: a finished folder never mixes two runs
         yield opened
     except ConfigError:
         failed = True
@@ -150,7 +167,7 @@ def open_run(out: Path, config: RunConfig, corpus: tuple[str, ...], version: str
         how = "run the same command again to go on from the last checkpoint (--restart starts afresh)"
         raise RunInterrupted(f"interrupted; {how if can_resume else 'stdin cannot be read again'}") from err
     finally:
-        work.close(remove=opened.finished or not can_resume)
+        work.close(remove=opened.finished or not can_resume or opened.done is not None)
         lock.release()
         if created and failed:
             with contextlib.suppress(OSError):  # a folder this run made and left empty is not left behind

@@ -381,10 +381,11 @@ def model(
     """The recommended production model in one command: distil (the recommended set, the teacher's sentence
     embeddings kept), tune toward the teacher, export model2vec and sentence-transformers folders with a
     model card, and score them on STS. Stopped at any point, the same command goes on from its last checkpoint
-    (after the encoding: from the finished encoding; in the tuning: from its last epoch saved)."""
+    (after the encoding: from the finished encoding; in the tuning: from its last epoch saved). Run again on its
+    finished folder (the same options, model and corpus, its files as written), it tunes and exports again
+    without distilling again."""
     from distill.pipeline import run_pipeline_then
-    from distill.production import build_model, check_model
-    from distill.workdir import WorkDir
+    from distill.production import check_model, model_step
 
     setup_logging(verbose, progress)
     with user_errors():
@@ -393,12 +394,12 @@ def model(
                              best=True, teacher=True, teacher_bags=teacher_bags, teacher_texts=teacher_texts,
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
                              split_sentences=True, device=device, progress=progress)  # fmt: skip
+        step = model_step(tune_epochs, progress, dtype, dims, top_words, config.device)
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
             config,
-            lambda result: build_model(
-                result, tune_epochs, progress, dtype, dims, top_words, config.device, WorkDir(result.out).tuning
-            ),
+            step,
             lambda plan: check_model(plan.out, dims, plan.model_config),  # before minutes of distillation
+            reuse=step,  # a finished run up to date: tuned and exported again, not distilled again
         )
     typer.echo("\n".join(summary_lines))
     typer.echo("wrote " + ", ".join(map(str, folders)))

@@ -168,6 +168,18 @@ def test_model_builds_tuned_model2vec_and_sentence_transformers_folders_with_a_c
     assert ".tmp-" not in card and str(tmp_path) not in card and "example.invalid" not in card
     m2v_card, st_card = ModelCard.load(out / "model2vec" / "README.md"), ModelCard.load(out / "st" / "README.md")
     assert m2v_card.data.library_name == "model2vec" and st_card.data.library_name == "sentence-transformers"
+
+    # the same command again: the finished run is up to date, so it is tuned and exported again, not distilled
+    encoded = {name: (out / name).stat().st_mtime_ns for name in ("vocab.tsv", f"{manifest['best']}.bin")}
+    weights = (out / "model2vec" / "model.safetensors").read_bytes()
+    again = _cli("model", "--model", str(tiny_bert_dir), "--corpus", str(TINY_CORPUS), "--out", str(out),
+                 "--tune-epochs", "3", "--teacher-bags", "200", "--bag-topics", "0", "--dims", "8",
+                 "--no-progress", "-v")  # fmt: skip
+    assert again.returncode == 0 and "is up to date" in again.stderr, again.stderr
+    assert {name: (out / name).stat().st_mtime_ns for name in encoded} == encoded
+    assert (out / "model2vec" / "model.safetensors").read_bytes() == weights  # the same tuning, the same model
+    assert json.loads((out / "st" / "scores.json").read_text()) == scores
+    assert not (out / ".distill-work").exists()
     assert m2v_card.data.model_name == "run-model2vec" and 'StaticModel.from_pretrained("run-model2vec")' in card
     assert 'SentenceTransformer("run-st")' in st_card.text and "StaticModel" not in st_card.text
     results = {r.dataset_type: r.metric_value for r in m2v_card.data.eval_results}
