@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from distill.analysis.measures import IntraSentence
-from distill.config import Effect, Engine, Pooling, RunConfig
+from distill.config import Engine, Pooling, RunConfig
 from distill.corpus import (
     CorpusStats,
     Vocabulary,
@@ -43,7 +43,7 @@ from distill.rundir import RunDir, listed_files, load
 from distill.serve.pieces import PieceSums
 from distill.sets import Encoded, write_sets
 from distill.tune.teacher import TeacherTargets, teacher_pooling
-from distill.workdir import Finished, WorkDir, finished_as_asked, open_run
+from distill.workdir import WorkDir, open_run
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -121,12 +121,6 @@ def run_pipeline(config: RunConfig) -> RunResult:
     )
 
 
-def up_to_date(plan: Plan, versions: dict[str, str]) -> Finished:
-    """:func:`open_run`'s test of the finished run in the plan's folder: up to date when the plan would write it
-    again (:func:`finished_as_asked`, how a run is watched or spread aside)."""
-    return lambda model: finished_as_asked(plan.out, plan.config, plan.corpus, versions, Effect.NONE, model=model)
-
-
 def reused_run(out: Path, manifest: dict[str, Any]) -> RunResult:
     """The finished run in ``out`` found up to date, its sets read when asked for."""
     logger.info("%s is up to date: a finished run of these options, model and corpus, its files as written", out)
@@ -171,12 +165,10 @@ def run_pipeline_then(
             check(plan)
         texts = read_small_text(config.teacher_texts, "--teacher-texts file") if config.teacher_texts else []
     # the options as given: a run the local engine began (pieces by default) goes on with Ray (none)
-    versions = package_versions()
-    version = versions.get("distill", "dev")
-    finished = None if reuse is None else up_to_date(plan, versions)
+    versions, resolved = package_versions(), None if reuse is None else plan.config
     with contextlib.ExitStack() as stack:
         with timings("claim"):  # the lock, the fingerprint (the model's and corpus's digests), a checkpoint's check
-            opened = stack.enter_context(open_run(plan.out, config, plan.corpus, version, finished))
+            opened = stack.enter_context(open_run(plan.out, config, plan.corpus, versions, resolved))
         if opened.done is not None and reuse is not None:
             return reuse(reused_run(opened.out, opened.done))
         workers = stack.enter_context(contextlib.ExitStack())

@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,24 +87,19 @@ def finished_as_asked(
     ``model``: the model's :func:`model_contents`, found here when not given. A hub model's files are not known
     until it is loaded, and a stream cannot be read twice: never reused."""
     run = RunDir(out)
-    if (out / WORK_DIR).exists() or not run.is_run() or any(map(streamed, corpus)):
-        return None  # an unfinished or running run's folder
-    try:
-        manifest = run.manifest()
-    except ConfigError:
-        return None
+    manifest = run.finished_intact()
+    model = model_contents(config.model, config.gguf_file) if model is None else model
+    if manifest is None or not model or manifest["model"].get("files") != model or any(map(streamed, corpus)):
+        return None  # an unfinished, running or changed run's folder; a hub model; stdin
+    paths = expand_corpus(corpus, listed_files)
     defaults, keep = RunConfig().to_json(), lambda key: key not in ("corpus", "out")  # inputs: compared by content
     saved = {k: v for k, v in manifest["config"].items() if keep(k)}
     wanted = {k: v for k, v in config.without(*ignored).items() if keep(k)}
     if manifest.get("versions") != versions or any(saved.get(k, defaults.get(k)) != v for k, v in wanted.items()):
         return None
-    model = model_contents(config.model, config.gguf_file) if model is None else model
-    if not model or manifest["model"].get("files") != model:
-        return None
-    paths = expand_corpus(corpus, listed_files)
     if [f.get("sha256") for f in manifest["corpus"]["files"]] != [sha256_file(p) for p in paths]:
         return None
-    return manifest if run.intact(manifest) and not (out / WORK_DIR).exists() else None
+    return manifest
 
 
 @dataclass
@@ -124,20 +119,16 @@ class OpenRun:
     done: dict[str, Any] | None = None  # the manifest of a finished run found up to date: nothing cleared
 
 
-#: ``open_run``'s test of a finished run in its folder, under the lock, given the model's contents: its manifest
-#: when it is up to date (:func:`finished_as_asked`), else None.
-Finished = Callable[[list[dict[str, Any]]], "dict[str, Any] | None"]
-
-
 @contextlib.contextmanager
 def open_run(
-    out: Path, config: RunConfig, corpus: tuple[str, ...], version: str, finished: Finished | None = None
+    out: Path, config: RunConfig, corpus: tuple[str, ...], versions: dict[str, str], resolved: RunConfig | None = None
 ) -> Iterator[OpenRun]:
     """Claim ``out`` for one run (its lock, held to the end), open its work folder (reused when the
-    fingerprint of ``config`` as given, ``corpus`` and distill's ``version`` is unchanged), clear the previous
-    run's files; unless ``finished`` finds the finished run there up to date (``done``), which is left as it is.
-    On leaving: the work folder goes once the run finished (or could never resume, or was up to date), a folder
-    made for a run refused for bad input goes, and Ctrl-C says whether the same command goes on."""
+    fingerprint of ``config`` as given, ``corpus`` and distill's version in ``versions`` is unchanged), clear the
+    previous run's files; unless the finished run there is what the ``resolved`` options would make again
+    (:func:`finished_as_asked`: ``done``), which is left as it is (``resolved`` None: never). On leaving: the work
+    folder goes once the run finished (or could never resume, or was up to date), a folder made for a run refused
+    for bad input goes, and Ctrl-C says whether the same command goes on."""
     created = not out.exists()
     unfinished = (out / WORK_DIR).is_dir()  # a killed run's: the files it wrote before its manifest are its own
     can_resume = config.resume and not any(map(streamed, corpus))  # stdin or a FIFO cannot be read again
@@ -153,9 +144,10 @@ def open_run(
         # fingerprinted once the folder is claimed: a second writer is refused before the model and corpus are
         # hashed; the model's digests also go into the manifest, what a finished run is reused by
         opened.model = model_contents(config.model, config.gguf_file)
-        opened.done = finished(opened.model) if finished is not None and can_resume and not unfinished else None
+        if resolved is not None and can_resume and not unfinished:
+            opened.done = finished_as_asked(out, resolved, corpus, versions, Effect.NONE, model=opened.model)
         if opened.done is None:
-            print_ = fingerprint(config, corpus, version, opened.model) if can_resume else None
+            print_ = fingerprint(config, corpus, versions.get("distill", "dev"), opened.model) if can_resume else None
             opened.reused, opened.corpus = work.open(print_, corpus)
             run.clear_previous(unfinished)  # under the lock: a finished folder never mixes two runs
         yield opened

@@ -329,7 +329,10 @@ def test_a_copy_of_stdin_cut_short_leaves_no_work_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(WorkDir, "spool", cut_short)
     out = tmp_path / "out"
     config = RunConfig(model=str(tmp_path / "m"))
-    with pytest.raises(RunInterrupted, match="stdin cannot be read again"), open_run(out, config, ("-",), "dev"):
+    with (
+        pytest.raises(RunInterrupted, match="stdin cannot be read again"),
+        open_run(out, config, ("-",), {"distill": "dev"}),
+    ):
         pass
     assert out.is_dir() and not (out / WORK_DIR).exists()
 
@@ -340,8 +343,11 @@ def test_a_second_run_is_refused_before_it_hashes_the_corpus(tmp_path, monkeypat
     corpus, out = tmp_path / "corpus.txt", tmp_path / "out"
     corpus.write_text("the king\n")
     config = RunConfig(model=str(tmp_path / "m"))
-    with open_run(out, config, (str(corpus),), "dev") as opened:
+    with open_run(out, config, (str(corpus),), {"distill": "dev"}) as opened:
         assert not opened.reused and (out / WORK_DIR / "fingerprint.json").is_file()
         monkeypatch.setattr("distill.workdir.fingerprint", lambda *args: pytest.fail("the corpus was hashed"))
-        with pytest.raises(ConfigError, match="another distill run"), open_run(out, config, (str(corpus),), "dev"):
+        with (
+            pytest.raises(ConfigError, match="another distill run"),
+            open_run(out, config, (str(corpus),), {"distill": "dev"}),
+        ):
             pass
