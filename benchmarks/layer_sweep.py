@@ -9,6 +9,11 @@ W``); a word the corpus lacks is its reading alone (``--oov alone``), so every p
 that of SimLex-999, MEN, WS353 and WS353's sim and rel halves; RW is held out (issue 34): shown, never chosen
 on. Applied to the benchmarks' words only, which gives the scores of applying it to all: a word's vector
 depends only on the word.
+
+With ``--analogies``, each row also scores the Google analogies (3CosAdd; a dev set of issue 34) on the questions
+the run's vocabulary covers, every one of its words mixed as above (W > 0 reads all of them alone): whether the
+layers the similarity sets prefer are those the analogies prefer (the quality sweep found lower layers better on
+analogies, when they were held out).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 from distill.config import Layers
 from distill.encoding.alone import encode_alone
 from distill.evaluation.datasets import load_benchmark
-from distill.evaluation.metrics import Oov, evaluate_similarity
+from distill.evaluation.metrics import Oov, evaluate_analogy, evaluate_similarity
 from distill.evaluation.report import dataset_words
 from distill.rundir import RunDir
 from distill.serve.alone import AloneFallback
@@ -34,12 +39,14 @@ HELD_OUT = ("rw",)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run")
-    parser.add_argument("--ranges", required=True, help="layer ranges, e.g. 8-8,8-10,20-30")
+    parser.add_argument("--ranges", required=True, help="layer ranges, e.g. 8-8,8-10,20-30; + joins two: 1+4-6")
     parser.add_argument("--alone", default="0,0.25,0.5,1", help="weights W of the words read alone")
+    parser.add_argument("--analogies", action="store_true", help="also Google 3CosAdd over the run's vocabulary")
     args = parser.parse_args()
     run = RunDir(args.run)
     manifest = run.manifest()
-    ranges = [Layers.parse(r).resolve(int(manifest["model"]["n_layers"])) for r in args.ranges.split(",")]
+    labels = args.ranges.split(",")
+    ranges = [Layers.parse(r.replace("+", ",")).resolve(int(manifest["model"]["n_layers"])) for r in labels]
     weights = [float(w) for w in args.alone.split(",")]
     data = {name: load_benchmark(name) for name in DEV + HELD_OUT}
     lowercase = bool(manifest["vocabulary"]["lowercase"])
@@ -52,10 +59,12 @@ def main() -> None:
     alone = dict(zip(layers, encode_alone(reader.encoder, words, tuple(layers), template=reader.template)))
     print(f"{args.run}: {len(words):,} benchmark words, {known.sum():,} in the corpus vocabulary; "
           f"read alone in {reader.template}")  # fmt: skip
+    analogies = Analogies(sets, reader, layers, lowercase, any(weights)) if args.analogies else None
     held_out = " | ".join(f"{n} (held out)" for n in HELD_OUT)
-    print("| layers | W | " + " | ".join(DEV) + f" | dev mean | {held_out} |")
-    print("|---|---:|" + "---:|" * (len(DEV) + 1 + len(HELD_OUT)))
-    for chosen in ranges:
+    google = " | Google 3CosAdd, covered" if analogies else ""
+    print("| layers | W | " + " | ".join(DEV) + f" | dev mean | {held_out}{google} |")
+    print("|---|---:|" + "---:|" * (len(DEV) + 1 + len(HELD_OUT) + bool(analogies)))
+    for span, chosen in zip(labels, ranges, strict=True):
         own = combine([np.array([sets[layer][w] if k else np.ones(sets[layer].vector_size) for w, k in
                                  zip(words, known)], dtype=np.float32) for layer in chosen])  # fmt: skip
         read = combine([alone[layer] for layer in chosen])
@@ -63,10 +72,28 @@ def main() -> None:
             mixed = np.where(known[:, None], l2_normalize(own) + w * l2_normalize(read), read).astype(np.float32)
             kv = to_keyed_vectors(words, mixed)
             scores = {n: 100 * evaluate_similarity(kv, d, Oov.PAPER, lowercase).score for n, d in data.items()}
-            span = f"{chosen[0]}-{chosen[-1]}" if len(chosen) > 1 else str(chosen[0])
             dev = np.mean([scores[n] for n in DEV])
             cells = [f"{scores[n]:.1f}" for n in DEV] + [f"{dev:.2f}"] + [f"{scores[n]:.1f}" for n in HELD_OUT]
+            cells += [analogies.score(chosen, w)] if analogies else []
             print(f"| {span} | {w:g} | " + " | ".join(cells) + " |", flush=True)
+
+
+class Analogies:
+    """The Google analogies on the run's whole vocabulary, its layers combined and mixed as the rows say."""
+
+    def __init__(self, sets: dict, reader: AloneFallback, layers: list[int], lowercase: bool, read: bool) -> None:
+        self.sets, self.lowercase, self.data = sets, lowercase, load_benchmark("google")
+        self.words = list(sets[layers[0]].index_to_key)
+        encoded = encode_alone(reader.encoder, self.words, tuple(layers), template=reader.template) if read else None
+        self.alone = dict(zip(layers, encoded)) if encoded is not None else {}
+
+    def score(self, chosen: list[int], w: float) -> str:
+        own = l2_normalize(combine([self.sets[layer].vectors for layer in chosen]))
+        mixed = own + w * l2_normalize(combine([self.alone[layer] for layer in chosen])) if w else own
+        found = evaluate_analogy(to_keyed_vectors(self.words, mixed.astype(np.float32)), self.data,
+                                 lowercase=self.lowercase)  # fmt: skip
+        total = next(s for s in found if s.section == "all")
+        return f"{100 * total.score:.1f} % ({total.n_covered:,})"
 
 
 if __name__ == "__main__":
