@@ -164,16 +164,15 @@ class RunDir:
         paths = {name: member(self.path, name, self.manifest_path) for name in names}
         return {name: sha256_file(path) for name, path in paths.items() if path.is_file()}
 
-    def finished_intact(self) -> dict[str, Any] | None:
-        """The manifest of the finished run here when no run is under way in the folder and every file it lists
-        is as written (:meth:`intact`); else None."""
+    def finished_manifest(self) -> dict[str, Any] | None:
+        """The manifest of the finished run here when no run is under way in the folder; else None. Its files are
+        proven by :meth:`intact`."""
         if (self.path / WORK_DIR).exists() or not self.is_run():
             return None
         try:
-            data = self.manifest()
+            return self.manifest()
         except ConfigError:
             return None
-        return data if self.intact(data) and not (self.path / WORK_DIR).exists() else None
 
     def intact(self, data: dict[str, Any]) -> bool:
         """Whether every file manifest ``data`` lists is here, a plain file, with the contents it was written with

@@ -80,26 +80,29 @@ def finished_as_asked(
     versions: dict[str, str],
     *ignored: Effect,
     model: list[dict[str, Any]] | None = None,
+    corpus_sha256: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """The manifest of the finished run in ``out`` when it is what ``config`` would make again: the same options
     (but those whose change has one of ``ignored``), the same local model and ``corpus`` by content, the same
     ``versions`` of distill and the libraries, and every file it lists as it was written (by content); else None.
-    ``model``: the model's :func:`model_contents`, found here when not given. A hub model's files are not known
-    until it is loaded, and a stream cannot be read twice: never reused."""
+    ``model``: the model's :func:`model_contents` and ``corpus_sha256`` the corpus files' digests, found here when
+    not given. A hub model's files are not known until it is loaded, and a stream cannot be read twice: never
+    reused. The cheap tests come first; the run's own files, the most bytes, are hashed last."""
     run = RunDir(out)
-    manifest = run.finished_intact()
+    manifest = run.finished_manifest()
     model = model_contents(config.model, config.gguf_file) if model is None else model
     if manifest is None or not model or manifest["model"].get("files") != model or any(map(streamed, corpus)):
-        return None  # an unfinished, running or changed run's folder; a hub model; stdin
-    paths = expand_corpus(corpus, listed_files)
+        return None  # an unfinished or running run's folder, or another model; a hub model; stdin
     defaults, keep = RunConfig().to_json(), lambda key: key not in ("corpus", "out")  # inputs: compared by content
     saved = {k: v for k, v in manifest["config"].items() if keep(k)}
     wanted = {k: v for k, v in config.without(*ignored).items() if keep(k)}
     if manifest.get("versions") != versions or any(saved.get(k, defaults.get(k)) != v for k, v in wanted.items()):
         return None
-    if [f.get("sha256") for f in manifest["corpus"]["files"]] != [sha256_file(p) for p in paths]:
+    if corpus_sha256 is None:
+        corpus_sha256 = [sha256_file(path) for path in expand_corpus(corpus, listed_files)]
+    if [f.get("sha256") for f in manifest["corpus"]["files"]] != corpus_sha256:
         return None
-    return manifest
+    return manifest if run.intact(manifest) and not (out / WORK_DIR).exists() else None
 
 
 @dataclass
@@ -144,10 +147,12 @@ def open_run(
         # fingerprinted once the folder is claimed: a second writer is refused before the model and corpus are
         # hashed; the model's digests also go into the manifest, what a finished run is reused by
         opened.model = model_contents(config.model, config.gguf_file)
-        if resolved is not None and can_resume and not unfinished:
-            opened.done = finished_as_asked(out, resolved, corpus, versions, Effect.NONE, model=opened.model)
+        print_ = fingerprint(config, corpus, versions.get("distill", "dev"), opened.model) if can_resume else None
+        if resolved is not None and print_ is not None and not unfinished:  # the corpus hashed once, for both
+            hashed = [f["sha256"] for f in print_["corpus"]]
+            opened.done = finished_as_asked(out, resolved, corpus, versions, Effect.NONE, model=opened.model,
+                                            corpus_sha256=hashed)  # fmt: skip
         if opened.done is None:
-            print_ = fingerprint(config, corpus, versions.get("distill", "dev"), opened.model) if can_resume else None
             opened.reused, opened.corpus = work.open(print_, corpus)
             run.clear_previous(unfinished)  # under the lock: a finished folder never mixes two runs
         yield opened
