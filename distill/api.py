@@ -67,6 +67,7 @@ def run(
     normalize: bool = False,
     model_words: bool = False,
     best: bool = False,
+    best_layers: str | Sequence[int] | Layers | None = None,
     alone_weight: float = 0.0,
     language_words: int = 0,
     alone_template: str | Template = DEFAULT_TEMPLATE,

@@ -416,9 +416,17 @@ class RunConfig:
         False,
         "Also write the recommended set (benchmarks/quality_sweep.py): the mean vectors of the upper third of "
         "the layers, averaged (layers4-6.mean for a 6-layer model); for a causal LM, of the layers a quarter to a "
-        "third of the way up (layers8-10.mean for SmolLM2's 30).",
+        "third of the way up (layers8-10.mean for SmolLM2's 30); --best-layers chooses others.",
         OUTPUT,
         Effect.FILES,
+    )
+    best_layers: Layers | None = option(
+        None,
+        "With --best: the layers the recommended set averages instead (1,3, 3-6 ...; encoded too), named "
+        "layers3_6.mean for 3,6.",
+        OUTPUT,
+        Effect.FILES,
+        cli_type=str,
     )
     alone_weight: float = option(
         0.0,
@@ -568,6 +576,8 @@ class RunConfig:
         object.__setattr__(self, "pooling", parse_poolings(self.pooling))
         object.__setattr__(self, "formats", parse_formats(self.formats))
         object.__setattr__(self, "layers", Layers.parse(self.layers))
+        if self.best_layers is not None:
+            object.__setattr__(self, "best_layers", Layers.parse(self.best_layers))
         object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
         if self.batch_tokens is None and _given(self, "batch_size"):  # sentences a batch, on a GPU too
             object.__setattr__(self, "batch_tokens", 0)
@@ -581,6 +591,7 @@ class RunConfig:
         data["pooling"] = [p.value for p in self.pooling]
         data["formats"] = [f.value for f in self.formats]
         data["layers"] = str(self.layers)
+        data["best_layers"] = None if self.best_layers is None else str(self.best_layers)
         data["alone_template"] = str(self.alone_template)
         data["corpus"] = list(self.corpus)
         return data
@@ -777,6 +788,8 @@ def check_config(config: RunConfig) -> None:
     _check_paths(config)
     if config.language_words and not config.best:
         raise ConfigError("--language-words adds words to the recommended set: add --best")
+    if config.best_layers is not None and not config.best:
+        raise ConfigError("--best-layers chooses the recommended set's layers: add --best")
     if config.alone_weight and not config.best:
         raise ConfigError("--alone-weight adds each word's reading alone to the recommended set: add --best")
     check_alone_pool(config.alone_pool, config.alone_weight)

@@ -89,7 +89,7 @@ def plan_run(config: RunConfig) -> Plan:
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
     best, layers, causal = None, asked, is_causal(model_config)
     if config.best:
-        top = best_layers(n_layers, causal)
+        top = best_layers(n_layers, causal) if config.best_layers is None else config.best_layers
         best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words,
                       pool=config.alone_pool)  # fmt: skip
         layers = tuple(sorted(set(asked) | set(top.resolve(n_layers))))

@@ -120,6 +120,26 @@ def test_run_with_best_writes_the_recommended_set(tiny_bert_dir, tmp_path):
     np.testing.assert_allclose(result["layer2.mean.unit"].vectors, unit(mean[2, "mean"].vectors), atol=1e-6)
 
 
+def test_best_layers_choose_the_recommended_sets_layers_and_are_encoded(tiny_bert_dir, tmp_path):
+    import distill
+
+    from ..conftest import TINY_CORPUS
+
+    options = dict(model=str(tiny_bert_dir), corpus=[str(TINY_CORPUS)], min_count=2, max_occurrences=5,
+                   progress=False)  # fmt: skip
+    result = distill.run(out=str(tmp_path / "best"), layers="1", best=True, best_layers="0,2", **options)
+    assert result.manifest["best"] == "layers0_2.mean" and result.manifest["layers"] == [0, 1, 2]
+    assert result.manifest["config"]["best_layers"] == "0,2"
+    mean = distill.run(out=str(tmp_path / "mean"), layers="0,2", pooling="mean", **options)
+    expected = combine([mean[0, "mean"].vectors, mean[2, "mean"].vectors])
+    np.testing.assert_allclose(result["layers0_2.mean"].vectors, expected, atol=1e-6)
+    with pytest.raises(ConfigError, match="--best-layers chooses the recommended set's layers: add --best"):
+        distill.run(out=str(tmp_path / "no"), best_layers="0,2", **options)
+    with pytest.raises(ConfigError, match="layer 7 is out of range"):
+        distill.run(out=str(tmp_path / "no"), best=True, best_layers="2,7", **options)
+    assert not (tmp_path / "no").exists()
+
+
 @pytest.mark.parametrize("weight", [-0.5, 101.0, float("nan")])
 def test_a_weight_for_words_read_alone_out_of_range_is_refused(weight):
     from distill.derived.recipe import Recipe
