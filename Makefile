@@ -36,7 +36,8 @@ distill: install
 # a word (beyond that vectors barely change: RESULTS.md), words seen 3 times or more, the model's whole-word
 # tokens read alone, piece vectors for any other word (or --oov alone), each word's reading alone added at ALONE_WEIGHT
 # in the recommended set, which also holds the 320k most frequent English words (wordfreq) read alone;
-# bfloat16 where the CPU has AMX (same scores, RESULTS.md). Layers 4-6 and W 0.15 (MiniLM); MPNet: its upper third,
+# bfloat16 where the CPU has AMX (same scores, RESULTS.md). LARGE_LAYERS are encoded and make the recommended set
+# (--best-layers): 4-6 and W 0.15 (MiniLM; 3,6 tied once tuned: RESULTS.md); MPNet: its upper third,
 # 8-12, and W 0.5 (its prompted readings are better: RESULTS.md, issue 34); SmolLM2, a causal LM: 8-10, the layers
 # its recommended set takes, and W 1
 # LARGE_BLEND: the recommended set is then tuned toward the teacher's embeddings of the run's sentences and of
@@ -53,7 +54,7 @@ LARGE_OUT = $(or $(OUT),outputs/$(MODEL)-gutenberg)
 AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
-		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --alone-weight $(ALONE_WEIGHT) --language-words $(LANGUAGE_WORDS) \
+		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --best-layers $(LARGE_LAYERS) --alone-weight $(ALONE_WEIGHT) --language-words $(LANGUAGE_WORDS) \
 		--pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000 --tune-blend $(LARGE_BLEND)) \
 		--split-sentences $(AMX) \
 		--out $(LARGE_OUT) $(ARGS)
