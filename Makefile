@@ -58,7 +58,8 @@ AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
 		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --best-layers $(LARGE_LAYERS) --alone-weight $(ALONE_WEIGHT) \
-		--alone-template $(ALONE_TEMPLATE) --language-words $(LANGUAGE_WORDS) --pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000 --tune-blend $(LARGE_BLEND)) \
+		--alone-template $(ALONE_TEMPLATE) --language-words $(LANGUAGE_WORDS) \
+		--pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000 --tune-blend $(LARGE_BLEND)) \
 		--split-sentences $(AMX) \
 		--out $(LARGE_OUT) $(ARGS)
 
