@@ -39,9 +39,9 @@ distill: install
 # bfloat16 where the CPU has AMX (same scores, RESULTS.md). LARGE_LAYERS are encoded and make the recommended set
 # (--best-layers): 4-6 and W 0.15 (MiniLM; 3,6 tied once tuned: RESULTS.md); MPNet: its upper third,
 # 8-12, and W 0.5 (its prompted readings are better: RESULTS.md, issue 34); SmolLM2, a causal LM: 8-10, the layers
-# its recommended set takes, and W 1. ALONE_TEMPLATE: the prompt words are read alone in; `word` for the encoders
+# its recommended set takes, and W 1. Words are read alone in distill run's default prompt: `word` for an encoder
 # (MiniLM's recipe gains on the analogies with it, MPNet's words alone score higher in it), `concept` for a causal
-# LM, whose byte-level pieces `word`'s quote splits (RESULTS.md, issue 34)
+# LM, whose byte-level pieces `word`'s quote splits (RESULTS.md, issue 34); ARGS="--alone-template T" for another
 # LARGE_BLEND: the recommended set is then tuned toward the teacher's embeddings of the run's sentences and of
 # 50,000 bags of frequent words, keeping that share of the change, and the tuned set is recommended: similarity
 # rises and the analogies barely fall (RESULTS.md, issue 34). Measured for MiniLM; MPNet's set stays untuned
@@ -50,7 +50,6 @@ distill: install
 # the encoding has finished: from the finished encoding; in the tuning: from its last epoch saved).
 LARGE_LAYERS ?= $(if $(filter mpnet,$(MODEL)),8-12,$(if $(filter smollm2,$(MODEL)),8-10,4-6))
 ALONE_WEIGHT ?= $(if $(filter mpnet,$(MODEL)),0.5,$(if $(filter smollm2,$(MODEL)),1,0.15))
-ALONE_TEMPLATE ?= $(if $(filter smollm2,$(MODEL)),concept,word)
 LANGUAGE_WORDS ?= 320000
 LARGE_BLEND ?= $(if $(filter mpnet smollm2,$(MODEL)),,0.25)
 LARGE_OUT = $(or $(OUT),outputs/$(MODEL)-gutenberg)
@@ -58,7 +57,7 @@ AMX := $(shell grep -qs amx_bf16 /proc/cpuinfo && echo --dtype bfloat16)
 distill-large: install
 	$(VENV)/bin/distill run --model $(MODEL) --corpus $(DATA)/corpus/gutenberg/ --sampling greedy --max-occurrences 25 \
 		--min-count 3 --layers $(LARGE_LAYERS) --pooling mean --best --best-layers $(LARGE_LAYERS) --alone-weight $(ALONE_WEIGHT) \
-		--alone-template $(ALONE_TEMPLATE) --language-words $(LANGUAGE_WORDS) \
+		--language-words $(LANGUAGE_WORDS) \
 		--pieces --model-words $(if $(LARGE_BLEND),--teacher --teacher-bags 50000 --tune-blend $(LARGE_BLEND)) \
 		--split-sentences $(AMX) \
 		--out $(LARGE_OUT) $(ARGS)

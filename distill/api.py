@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from distill.config import (
     DEFAULT_MODEL,
-    DEFAULT_TEMPLATE,
     AlonePool,
     DType,
     EncodingErrors,
@@ -70,7 +69,7 @@ def run(
     best_layers: str | Sequence[int] | Layers | None = None,
     alone_weight: float = 0.0,
     language_words: int = 0,
-    alone_template: str | Template = DEFAULT_TEMPLATE,
+    alone_template: str | Template | None = None,
     alone_pool: AlonePool | str = AlonePool.PIECES,
     analyze: bool = False,
     pieces: bool | None = None,

@@ -148,8 +148,9 @@ TEMPLATES = {
     "concept": "the concept of {word}",
 }
 WORD = "{word}"
-#: The prompt words are read alone in unless told otherwise (benchmarks/alone_sweep.py chose it on the dev sets).
-DEFAULT_TEMPLATE = "concept"
+#: The prompt an encoder reads words alone in unless told otherwise (benchmarks/alone_sweep.py and the whole
+#: recipe, tuned, chose it on the dev sets); a causal LM's, whose byte-level pieces the quote of ``word`` splits.
+ENCODER_TEMPLATE, CAUSAL_TEMPLATE = "word", "concept"
 
 
 @dataclass(frozen=True)
@@ -444,11 +445,13 @@ class RunConfig:
         OUTPUT,
         Effect.FILES,
     )
-    alone_template: Template = option(
-        Template.parse(DEFAULT_TEMPLATE),
+    alone_template: Template | None = option(
+        None,
         "The prompt a word is read alone in (--model-words, --alone-weight, --oov alone): a built-in ("
         + ", ".join(TEMPLATES)
-        + ") or text holding {word} once; only the word's own pieces are pooled.",
+        + f") or text holding {{word}} once; only the word's own pieces are pooled. Default: {ENCODER_TEMPLATE} "
+        f"for an encoder, {CAUSAL_TEMPLATE} for a causal LM (whose byte-level pieces the quote of "
+        f"{ENCODER_TEMPLATE} splits).",
         MODEL,
         cli_type=str,
     )
@@ -578,7 +581,8 @@ class RunConfig:
         object.__setattr__(self, "layers", Layers.parse(self.layers))
         if self.best_layers is not None:
             object.__setattr__(self, "best_layers", Layers.parse(self.best_layers))
-        object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
+        if self.alone_template is not None:
+            object.__setattr__(self, "alone_template", Template.parse(self.alone_template))
         if self.batch_tokens is None and _given(self, "batch_size"):  # sentences a batch, on a GPU too
             object.__setattr__(self, "batch_tokens", 0)
         check_config(self)
@@ -592,7 +596,7 @@ class RunConfig:
         data["formats"] = [f.value for f in self.formats]
         data["layers"] = str(self.layers)
         data["best_layers"] = None if self.best_layers is None else str(self.best_layers)
-        data["alone_template"] = str(self.alone_template)
+        data["alone_template"] = None if self.alone_template is None else str(self.alone_template)
         data["corpus"] = list(self.corpus)
         return data
 
@@ -604,9 +608,10 @@ class RunConfig:
         data["formats"] = tuple(data.get("formats", ALL_FORMATS))  # a run made before --formats wrote all three
         return cls(**data)
 
-    def for_model(self, positions: int | None, elmo: bool) -> RunConfig:
+    def for_model(self, positions: int | None, elmo: bool, causal: bool = False) -> RunConfig:
         """The options checked against the model (``positions``: the tokens it reads; ``elmo``: it reads
-        characters), with the piece vectors' default resolved: on, where a run can make them."""
+        characters; ``causal``: it reads left to right), with the defaults that depend on it resolved: the piece
+        vectors on where a run can make them, the prompt words are read alone in by the model's kind."""
         if self.max_length is not None and positions and self.max_length > positions:
             raise ConfigError(
                 f"--max-length {self.max_length} is more than this model reads: at most {positions} tokens"
@@ -619,9 +624,16 @@ class RunConfig:
             )
         if elmo and self.pieces:
             raise ConfigError("ELMo reads characters, so every word already has its own vector: drop --pieces")
-        if self.pieces is not None:
-            return self
-        return dataclasses.replace(self, pieces=not elmo and self.engine is Engine.LOCAL)
+        pieces = not elmo and self.engine is Engine.LOCAL if self.pieces is None else self.pieces
+        template = self.alone_template or Template.parse(CAUSAL_TEMPLATE if causal else ENCODER_TEMPLATE)
+        return dataclasses.replace(self, pieces=pieces, alone_template=template)
+
+    @property
+    def template(self) -> Template:
+        """The prompt words are read alone in, once :meth:`for_model` resolved its default."""
+        if self.alone_template is None:
+            raise RuntimeError("the alone template is resolved by for_model, which was not called")
+        return self.alone_template
 
     def without(self, *effects: Effect) -> dict[str, Any]:
         """The JSON options, leaving out those whose change has one of ``effects``."""

@@ -83,11 +83,12 @@ def plan_run(config: RunConfig) -> Plan:
         require("gguf", "gguf", "loading GGUF weights")
         require("accelerate", "gguf", "loading GGUF weights")
     model_config = load_encoder_config(config.model, source, config.revision, gguf_file)
-    config = config.for_model(getattr(model_config, "max_position_embeddings", None), elmo)
+    causal = is_causal(model_config)
+    config = config.for_model(getattr(model_config, "max_position_embeddings", None), elmo, causal)
     n_layers = int(model_config.num_hidden_layers)
     asked = config.layers.resolve(n_layers)
     sets = tuple((layer, pooling) for layer in asked for pooling in config.pooling)
-    best, layers, causal = None, asked, is_causal(model_config)
+    best, layers = None, asked
     if config.best:
         top = best_layers(n_layers, causal) if config.best_layers is None else config.best_layers
         best = Recipe(top, DerivePooling.MEAN, Combine.MEAN, alone=config.alone_weight, words=config.language_words,

@@ -73,7 +73,7 @@ def _words_alone(
         return None
     logger.info("%d words of the model's vocabulary encoded alone", len(words))
     config = plan.config
-    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.alone_template, config.progress,
+    states = encode_alone(encoder, words, plan.layers, config.batch_size, config.template, config.progress,
                           saved=saved)  # fmt: skip
     result.words += words
     result.counts = np.concatenate([result.counts, np.zeros(len(words), dtype=result.counts.dtype)])
@@ -167,7 +167,7 @@ def write_best(plan: Plan, encoder: Encoder, reduced: Reduced, saved: Path | Non
 
     def read_alone(words: list[str], layers: list[int]) -> tuple[np.ndarray, np.ndarray]:
         config = plan.config
-        reader = AloneFallback(encoder, layers, best.combine.value, template=config.alone_template,
+        reader = AloneFallback(encoder, layers, best.combine.value, template=config.template,
                                progress=config.progress, saved=saved, pool=best.pool)  # fmt: skip
         return reader.readings(words)
 

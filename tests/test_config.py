@@ -3,7 +3,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from distill.config import TEMPLATES, Layers, Pooling, RunConfig, Template, parse_poolings
+from distill.config import (
+    CAUSAL_TEMPLATE,
+    ENCODER_TEMPLATE,
+    TEMPLATES,
+    Layers,
+    Pooling,
+    RunConfig,
+    Template,
+    parse_poolings,
+)
 from distill.errors import ConfigError
 from distill.paths import resolve_model
 
@@ -145,7 +154,18 @@ def test_alone_templates_fill_the_word_in_and_are_spelled_back_as_given():
     assert free.fill("cat") == ("cat, as in a dictionary {x}", 0) and str(free) == "{word}, as in a dictionary {x}"
     assert Template.parse("bare").fill("cat") == ("cat", 0)
     assert RunConfig.from_json(RunConfig(alone_template="a {word}").to_json()).alone_template == Template("a {word}")
-    assert RunConfig().to_json()["alone_template"] in TEMPLATES
+    assert RunConfig().to_json()["alone_template"] is None  # the model's kind chooses it: for_model
+
+
+def test_the_alone_template_defaults_by_the_models_kind_and_a_given_one_is_kept():
+    encoder, causal = RunConfig().for_model(512, False), RunConfig().for_model(512, False, causal=True)
+    assert encoder.template == Template.parse(ENCODER_TEMPLATE) == Template.parse("word")
+    assert causal.template == Template.parse(CAUSAL_TEMPLATE) == Template.parse("concept")
+    assert encoder.to_json()["alone_template"] == "word" and causal.to_json()["alone_template"] == "concept"
+    given = RunConfig(alone_template="meaning")
+    assert given.for_model(512, False, causal=True).template == given.template == Template.parse("meaning")
+    with pytest.raises(RuntimeError, match="for_model"):
+        _ = RunConfig().template
 
 
 @pytest.mark.parametrize("spec", ["no placeholder", "{word} and {word}", "", "{Word}"])

@@ -336,6 +336,22 @@ def test_a_causal_lm_as_teacher_is_said_to_have_no_sentence_embedding(tiny_llama
     assert "causal LM" in caplog.text and "no sentence embedding" in caplog.text
 
 
+def test_words_are_read_alone_in_word_by_an_encoder_and_in_concept_by_a_causal_lm(
+    tiny_llama_dir, tiny_gpt2_dir, tiny_bert_dir, tmp_path
+):
+    """The prompt's default follows the model's kind, as the recommended layers do; one given is kept."""
+    from distill.config import RunConfig, Template
+    from distill.plan import plan_run
+
+    def template(model: Path, **options: str) -> str:
+        config = RunConfig(model=str(model), corpus=(str(TINY_CORPUS),), out=str(tmp_path / model.name), **options)
+        return str(plan_run(config).config.template)
+
+    assert [template(m) for m in (tiny_bert_dir, tiny_gpt2_dir, tiny_llama_dir)] == ["word", "concept", "concept"]
+    assert template(tiny_llama_dir, alone_template="word") == "word"
+    assert template(tiny_bert_dir, alone_template="a {word}") == str(Template.parse("a {word}"))
+
+
 def _killed_after_blocks(tiny_bert_dir, tmp_path, monkeypatch, block, folder, **options):
     """A whole run, then the same run killed at its third block read after the pass (a block is one batch) and
     run again: the batches of the whole run, and of the one that went on from the two blocks kept."""

@@ -20,7 +20,7 @@ from distill.evaluation.vectors import expand_paths, load_vectors
 from distill.files import subfolder
 from distill.names import BASELINES, BASELINES_DIR, TABLE_DIR
 from distill.paths import corpus_slug, data_dir, default_corpus, default_out
-from distill.plan import package_versions
+from distill.plan import package_versions, plan_run
 from distill.rundir import RunDir, check_own_folder, read_vocab_counts
 from distill.vectors.reader import check_vector_file
 from distill.workdir import finished_as_asked
@@ -46,10 +46,12 @@ class TableConfig:
 
 def _reusable_run(config: RunConfig, out: Path) -> bool:
     """Whether ``out`` holds a finished run whose vectors are those ``config`` would give, proven by content: its
-    model, corpus and files (:func:`finished_as_asked`); other outputs and the tuning may differ."""
-    corpus = config.corpus or (str(default_corpus()),)
+    model, corpus and files (:func:`finished_as_asked`; the options with the model's defaults resolved, as the
+    run resolved them); other outputs and the tuning may differ."""
+    plan = plan_run(config)
     versions = package_versions()
-    return finished_as_asked(out, config, corpus, versions, Effect.NONE, Effect.FILES, Effect.AFTER) is not None
+    ignored = (Effect.NONE, Effect.FILES, Effect.AFTER)
+    return finished_as_asked(out, plan.config, plan.corpus, versions, *ignored) is not None
 
 
 def _check_before_distilling(config: TableConfig, root: Path, outs: list[Path]) -> None:

@@ -9,7 +9,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 import distill
-from distill.config import DEFAULT_TEMPLATE, TEMPLATES
+from distill.config import CAUSAL_TEMPLATE, ENCODER_TEMPLATE, TEMPLATES
 from distill.errors import ConfigError
 from distill.rundir import RunDir
 from distill.serve.compress import fit_pca, quantize
@@ -302,7 +302,7 @@ def test_a_derived_set_falls_back_to_its_layers_piece_vectors_combined_as_the_se
 
 
 def _read_alone(
-    model_dir, word: str, layers: list[int], prompt: str = TEMPLATES[DEFAULT_TEMPLATE], whole: bool = False
+    model_dir, word: str, layers: list[int], prompt: str = TEMPLATES[ENCODER_TEMPLATE], whole: bool = False
 ) -> list[np.ndarray]:
     """The word's state in each layer when the model reads ``prompt`` with the word in it (``[CLS] the word
     "queenly" [SEP]``), the word's own pieces averaged (found by the tokenizer's character offsets); ``whole``:
@@ -404,10 +404,10 @@ def test_words_are_read_alone_in_the_runs_template_and_older_runs_read_them_bare
     from distill.serve.alone import AloneFallback
 
     manifest = json.loads((pieces_run / "manifest.json").read_text())
-    assert manifest["config"]["alone_template"] == DEFAULT_TEMPLATE  # the manifest records the prompt
+    assert manifest["config"]["alone_template"] == ENCODER_TEMPLATE  # an encoder's default, recorded
     reader = AloneFallback.open(pieces_run, "layer1.mean")
     (prompted,) = _read_alone(tiny_bert_dir, "kingqqq", [1])
-    assert reader.template == Template.parse(DEFAULT_TEMPLATE)
+    assert reader.template == Template.parse(ENCODER_TEMPLATE)
     np.testing.assert_allclose(reader.vector("kingqqq"), prompted, atol=1e-5)
 
     old = Path(shutil.copytree(pieces_run, tmp_path / "old"))  # a run made before templates: read bare
@@ -522,25 +522,27 @@ def test_derive_reads_words_alone_in_another_prompt_and_names_the_set_after_it(p
     from distill.derived.recipe import Recipe, derive
     from distill.serve.alone import AloneFallback
 
-    run = Path(shutil.copytree(pieces_run, tmp_path / "run"))  # its own prompt: the default, concept
+    run = Path(shutil.copytree(pieces_run, tmp_path / "run"))  # its own prompt: an encoder's default, word
     done = subprocess.run(
         [sys.executable, "-m", "distill", "derive", str(run), "--layers", "1", "--pooling", "mean", "--alone-weight",
-         "0.5", "--alone-template", "word", "--no-progress"], capture_output=True, text=True, timeout=120,
+         "0.5", "--alone-template", CAUSAL_TEMPLATE, "--no-progress"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    name = "layer1.mean.alone0.5.word"
+    name = f"layer1.mean.alone0.5.{CAUSAL_TEMPLATE}"
     record = json.loads((run / "manifest.json").read_text())["derived"][name]
-    assert record["template"] == "word"
+    assert record["template"] == CAUSAL_TEMPLATE
     kv, plain = distill.load(run, vector_set=name), distill.load(run, layer=1, pooling="mean")
     for word in kv.index_to_key[:3]:
-        (alone,) = _read_alone(tiny_bert_dir, word, [1], prompt=TEMPLATES["word"])
+        (alone,) = _read_alone(tiny_bert_dir, word, [1], prompt=TEMPLATES[CAUSAL_TEMPLATE])
         expected = plain[word] / np.linalg.norm(plain[word]) + 0.5 * alone / np.linalg.norm(alone)
         np.testing.assert_allclose(kv[word], expected, atol=1e-5)
-    (unknown,) = _read_alone(tiny_bert_dir, "kingqqq", [1], prompt=TEMPLATES["word"])  # its fallback: that prompt
+    (unknown,) = _read_alone(
+        tiny_bert_dir, "kingqqq", [1], prompt=TEMPLATES[CAUSAL_TEMPLATE]
+    )  # its fallback: that prompt
     read = AloneFallback.open(run, name).vector("kingqqq")  # a derived set's layers combine as unit vectors
     np.testing.assert_allclose(read / np.linalg.norm(read), unknown / np.linalg.norm(unknown), atol=1e-5)
     # the run's own prompt, named or not, is the set the run would make; free text is named by its digest
-    own, _ = derive(run, Recipe(layers="1", pooling="mean", alone=0.5, template=DEFAULT_TEMPLATE))
+    own, _ = derive(run, Recipe(layers="1", pooling="mean", alone=0.5, template=ENCODER_TEMPLATE))
     assert own == "layer1.mean.alone0.5"
     free, _ = distill.derive(run, "1", "mean", alone=0.5, alone_template="say {word}", progress=False)
     assert re.fullmatch(r"layer1\.mean\.alone0\.5\.prompt[0-9a-f]{8}", free)
