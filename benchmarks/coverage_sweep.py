@@ -18,7 +18,8 @@ model (``distill run --alone-weight W``), scored on covered pairs and on every p
 ``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's), and
 with ``--pools``, for each way the added reading is pooled (``encode_alone``'s pool; runs read the word's
 pieces): a word the set lacks then keeps its pieces' reading as its own vector, to which W times the pooled
-reading is added, as to a set word. With
+reading is added, as to a set word; with ``--alone-shrink 0,3``, for each K a corpus word of n occurrences used
+(at most the run's cap) gets W + K/n instead of W: the fewer its occurrences, the more its reading alone counts. With
 ``--analogies N``, also the Google analogies (a dev set of issue 34) for each W, every one of the set's first N
 words read alone. The dev mean is that of SimLex-999, MEN and WS353; RW is held out (issue 34), shown, never
 chosen on.
@@ -68,6 +69,7 @@ def main() -> None:
     parser.add_argument("--alone", default="", help="weights W of the words read alone, e.g. 0,0.15,0.25,0.5")
     parser.add_argument("--templates", default="", help="prompts to read the words alone in, e.g. word,bare")
     parser.add_argument("--pools", default="", help="how the readings are pooled, e.g. pieces,both")
+    parser.add_argument("--alone-shrink", default="0", help="K: a word seen n times is read alone at W + K/n")
     parser.add_argument("--analogies", type=int, default=0, metavar="N",
                         help="with --alone: also Google 3CosAdd for each W, the set's first N words read alone "
                              "as candidates (the questions' words among them)")  # fmt: skip
@@ -110,9 +112,11 @@ def main() -> None:
         templates = args.templates.split(",") if args.templates else [None]
         for template, pool in itertools.product(templates, args.pools.split(",") if args.pools else [None]):
             reader = alone_reader(args.run, name, template, pool)
-            results.update(alone_scores(reader, kv, data, weights))
-            if args.analogies:
-                results.update(alone_analogies(reader, kv, weights, args.analogies))
+            for k in [float(x) for x in args.alone_shrink.split(",")]:
+                used = {w: min(n, cap) for w, n in counts.items()}
+                results.update(alone_scores(reader, kv, data, weights, used, k))
+                if args.analogies:
+                    results.update(alone_analogies(reader, kv, weights, args.analogies, used, k))
     print(json.dumps({"run": args.run, "set": name, "scores": results}))
 
 
@@ -127,7 +131,15 @@ def alone_reader(run: str, name: str, template: str | None, pool: str | None = N
     return dataclasses.replace(reader, template=prompt, pool=AlonePool(pool or "pieces"), cache={})
 
 
-def alone_scores(reader, kv, data: dict, weights: list[float]) -> dict[str, dict[str, float]]:
+def extra_weight(words: list[str], used: dict[str, int], k: float) -> np.ndarray:
+    """(n, 1): K/n for a word of n occurrences used, 0 for a word read alone only (no occurrence) or K = 0."""
+    n = np.array([used.get(w, 0) for w in words], dtype=np.float64)
+    return np.where(n > 0, k / np.maximum(n, 1), 0.0)[:, None]
+
+
+def alone_scores(
+    reader, kv, data: dict, weights: list[float], used: dict[str, int] | None = None, k: float = 0.0
+) -> dict[str, dict[str, float]]:
     """Scores with each weight W of the words read alone (``distill run --alone-weight W``: each word's vector
     unit(v) + W unit(a), a the model's reading of it alone), covered pairs only and every pair under ``alone``
     (a missing word: unit(p) + W unit(a), p its pieces' reading, a itself unless the reading pools the whole
@@ -137,14 +149,14 @@ def alone_scores(reader, kv, data: dict, weights: list[float]) -> dict[str, dict
     alone, pieces = l2_normalize(read), l2_normalize(own)
     known = np.array([w in kv.key_to_index for w in words])
     own = l2_normalize(np.array([kv[w] if k else np.zeros(kv.vector_size) for w, k in zip(words, known)]))
-    results = {}
+    results, extra = {}, extra_weight(words, used or {}, k)
     for w in weights:
-        mixed = np.where(known[:, None], own + w * alone, pieces + w * alone).astype(np.float32)
+        mixed = np.where(known[:, None], own + (w + extra) * alone, pieces + w * alone).astype(np.float32)
         for oov, keep in ((Oov.STANDARD, known), (Oov.PAPER, np.ones_like(known))):
             target = to_keyed_vectors([x for x, k in zip(words, keep) if k], mixed[keep])
             row = {b: evaluate_similarity(target, d, oov).score for b, d in data.items()}
             how = "covered" if oov is Oov.STANDARD else "every pair"
-            label = f"alone {reader.template} {reader.pool} W={w:g}, {how}"
+            label = f"alone {reader.template} {reader.pool} W={w:g}" + (f" K={k:g}" if k else "") + f", {how}"
             results[label] = row
             dev = np.mean([row[b] for b in DEV])
             print(label.ljust(40), "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS),
@@ -152,7 +164,9 @@ def alone_scores(reader, kv, data: dict, weights: list[float]) -> dict[str, dict
     return results
 
 
-def alone_analogies(reader, kv, weights: list[float], top_n: int) -> dict[str, dict[str, float]]:
+def alone_analogies(
+    reader, kv, weights: list[float], top_n: int, used: dict[str, int] | None = None, k: float = 0.0
+) -> dict[str, dict[str, float]]:
     """Google 3CosAdd with each weight W of the words read alone: unlike a pair's score, an analogy's answer is
     any word, so the set's first ``top_n`` words are all read alone and mixed as ``distill run`` mixes them.
     Covered questions, and the share of all questions answered (an uncovered one wrong)."""
@@ -160,11 +174,11 @@ def alone_analogies(reader, kv, weights: list[float], top_n: int) -> dict[str, d
     own = l2_normalize(np.asarray(kv.vectors[: len(words)], dtype=np.float32))
     alone = l2_normalize(reader.readings(words)[1])
     google = load_benchmark("google")
-    results = {}
+    results, extra = {}, extra_weight(words, used or {}, k)
     for w in weights:
-        scores = evaluate_analogy(to_keyed_vectors(words, (own + w * alone).astype(np.float32)), google)
+        scores = evaluate_analogy(to_keyed_vectors(words, (own + (w + extra) * alone).astype(np.float32)), google)
         total, answered = scores[0], scores[0].all_questions or 0.0
-        label = f"alone {reader.template} {reader.pool} W={w:g}, google"
+        label = f"alone {reader.template} {reader.pool} W={w:g}" + (f" K={k:g}" if k else "") + ", google"
         results[label] = {"covered": total.score, "all questions": answered, **{s.section: s.score for s in scores[1:]}}
         print(label.ljust(40), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
               f"{100 * answered:.1f} % of all {total.n_total:,}")  # fmt: skip
