@@ -110,10 +110,10 @@ def main() -> None:
     if args.alone:
         weights = [float(x) for x in args.alone.split(",")]
         templates = args.templates.split(",") if args.templates else [None]
+        used = {w: min(n, cap) for w, n in counts.items()}  # occurrences a word's vector was made of
         for template, pool in itertools.product(templates, args.pools.split(",") if args.pools else [None]):
             reader = alone_reader(args.run, name, template, pool)
             for k in [float(x) for x in args.alone_shrink.split(",")]:
-                used = {w: min(n, cap) for w, n in counts.items()}
                 results.update(alone_scores(reader, kv, data, weights, used, k))
                 if args.analogies:
                     results.update(alone_analogies(reader, kv, weights, args.analogies, used, k))

@@ -536,9 +536,8 @@ def test_derive_reads_words_alone_in_another_prompt_and_names_the_set_after_it(p
         (alone,) = _read_alone(tiny_bert_dir, word, [1], prompt=TEMPLATES[CAUSAL_TEMPLATE])
         expected = plain[word] / np.linalg.norm(plain[word]) + 0.5 * alone / np.linalg.norm(alone)
         np.testing.assert_allclose(kv[word], expected, atol=1e-5)
-    (unknown,) = _read_alone(
-        tiny_bert_dir, "kingqqq", [1], prompt=TEMPLATES[CAUSAL_TEMPLATE]
-    )  # its fallback: that prompt
+    # its fallback reads a word the set lacks in that prompt too
+    (unknown,) = _read_alone(tiny_bert_dir, "kingqqq", [1], prompt=TEMPLATES[CAUSAL_TEMPLATE])
     read = AloneFallback.open(run, name).vector("kingqqq")  # a derived set's layers combine as unit vectors
     np.testing.assert_allclose(read / np.linalg.norm(read), unknown / np.linalg.norm(unknown), atol=1e-5)
     # the run's own prompt, named or not, is the set the run would make; free text is named by its digest
