@@ -1,28 +1,29 @@
 """Full coverage on a finished ``--pieces`` run: every pair scored, with the run's fallback and a rare-word shrinkage.
 
     python benchmarks/coverage_sweep.py outputs/minilm-gutenberg [--set best] [--shrink 0,1,2,5,10]
-                                        [--remove-top 0,1,2,3] [--alone 0,0.15,0.25,0.5]
+                                        [--remove-top 0,1,2,3] [--standardize] [--alone 0,0.15,0.25,0.5]
                                         [--templates word,bare] [--pools pieces,both] [--analogies 300000]
 
-For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard
-(covered pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word
-gets the run's fallback: the mean of its pieces' vectors, as ``distill evaluate --oov pieces``). Then, for
-each shrinkage K, every corpus word's vector becomes unit(n unit(v) + K unit(f)), n its occurrences used
-(at most the run's cap) and f its fallback, scored under pieces: how far a rare word's few occurrences should
-be pulled toward its pieces. Words read alone (``--model-words``, count 0) and words without a fallback keep
-their vectors. The shrinkage of a word depends only on the word, so applying it to the scored words alone
-gives the scores of applying it to all. Last, all-but-the-top post-processing (centre on the set's mean,
-remove its top D principal directions) as one affine map applied to the set and to the fallback vectors
-alike, scored under pieces. With ``--alone 0,0.25``: each weight W of the words read alone by the run's
-model (``distill run --alone-weight W``), scored on covered pairs and on every pair under ``alone``; with
-``--templates``, for each prompt the words are read alone in (``--alone-template``; default: the run's), and
-with ``--pools``, for each way the added reading is pooled (``encode_alone``'s pool; runs read the word's
-pieces): a word the set lacks then keeps its pieces' reading as its own vector, to which W times the pooled
-reading is added, as to a set word; with ``--alone-shrink 0,3``, for each K a corpus word of n occurrences used
-(at most the run's cap) gets W + K/n instead of W: the fewer its occurrences, the more its reading alone counts. With
-``--analogies N``, also the Google analogies (a dev set of issue 34) for each W, every one of the set's first N
-words read alone. The dev mean is that of SimLex-999, MEN and WS353; RW is held out (issue 34), shown, never
-chosen on.
+For the set, each dev benchmark (SimLex-999, MEN, WS353, RW) is scored under three OOV policies: standard (covered
+pairs only, with coverage), paper (a missing word gets the mean vector) and pieces (a missing word gets the run's
+fallback: the mean of its pieces' vectors, as ``distill evaluate --oov pieces``). Then, for each shrinkage K, every
+corpus word's vector becomes unit(n unit(v) + K unit(f)), n its occurrences used (at most the run's cap) and f its
+fallback, scored under pieces: how far a rare word's few occurrences should be pulled toward its pieces. Words read
+alone (``--model-words``, count 0) and words without a fallback keep their vectors. The shrinkage of a word depends
+only on the word, so applying it to the scored words alone gives the scores of applying it to all. Last,
+all-but-the-top post-processing (centre on the set's mean, remove its top D principal directions) as one affine map
+applied to the set and to the fallback vectors alike, scored under pieces; with ``--standardize``, the same for each
+dimension divided by its standard deviation over the set, centred first (``standardized``) or not (``scaled``), and
+with ``--analogies N`` Google on the questions the set's first N words cover, before and after each. With
+``--alone 0,0.25``: each weight W of the words read alone by the run's model (``distill run --alone-weight W``),
+scored on covered pairs and on every pair under ``alone``; with ``--templates``, for each prompt the words are read
+alone in (``--alone-template``; default: the run's), and with ``--pools``, for each way the added reading is pooled
+(``encode_alone``'s pool; runs read the word's pieces): a word the set lacks then keeps its pieces' reading as its
+own vector, to which W times the pooled reading is added, as to a set word; with ``--alone-shrink 0,3``, for each K
+a corpus word of n occurrences used (at most the run's cap) gets W + K/n instead of W: the fewer its occurrences,
+the more its reading alone counts. With ``--analogies N``, also the Google analogies (a dev set of issue 34) for
+each W, every one of the set's first N words read alone. The dev mean is that of SimLex-999, MEN and WS353; RW is
+held out (issue 34), shown, never chosen on.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def main() -> None:
     parser.add_argument("--set", default="best")
     parser.add_argument("--shrink", default="0,1,2,5,10")
     parser.add_argument("--remove-top", default="0,1,2,3")
+    parser.add_argument(
+        "--standardize",
+        action="store_true",
+        help="also each dimension divided by its standard deviation, centred first or not",
+    )
     parser.add_argument("--alone", default="", help="weights W of the words read alone, e.g. 0,0.15,0.25,0.5")
     parser.add_argument("--templates", default="", help="prompts to read the words alone in, e.g. word,bare")
     parser.add_argument("--pools", default="", help="how the readings are pooled, e.g. pieces,both")
@@ -107,6 +113,8 @@ def main() -> None:
         row = remove_top_scores(kv, fallback, data, d)
         results[f"pieces, remove top {d}"] = row
         print(f"pieces top-{d:<3}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS))
+    if args.standardize:
+        results.update(standardized_rows(kv, fallback, data, args.analogies))
     if args.alone:
         weights = [float(x) for x in args.alone.split(",")]
         templates = args.templates.split(",") if args.templates else [None]
@@ -199,6 +207,14 @@ class _Mapped:
         return [self.vector(word) for word in words]
 
 
+def mapped_scores(kv, x: np.ndarray, fallback: SetFallback, data: dict, transform) -> dict[str, float]:
+    """Scores under pieces after one map applied to the set's unit vectors ``x`` and to the fallback vectors
+    alike."""
+    mapped = to_keyed_vectors(list(kv.index_to_key), transform(x).astype(np.float32))
+    return {b: evaluate_similarity(with_fallback(mapped, dataset_words(ds), _Mapped(fallback, transform), True),
+                                   ds, Oov.PAPER).score for b, ds in data.items()}  # fmt: skip
+
+
 def remove_top_scores(kv, fallback: SetFallback, data: dict, d: int, sample: int = 20_000) -> dict[str, float]:
     """Scores under pieces after centring on the set's mean and removing its top ``d`` directions (fitted on a
     seeded sample of at most ``sample`` words)."""
@@ -206,13 +222,45 @@ def remove_top_scores(kv, fallback: SetFallback, data: dict, d: int, sample: int
     mean = x.mean(axis=0)
     rows = np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False)
     top = np.linalg.svd(x[rows] - mean, full_matrices=False)[2][:d]
+    return mapped_scores(kv, x, fallback, data, lambda v: (v - mean) - ((v - mean) @ top.T) @ top)
 
-    def transform(v: np.ndarray) -> np.ndarray:
-        return (v - mean) - ((v - mean) @ top.T) @ top
 
-    mapped = to_keyed_vectors(list(kv.index_to_key), transform(x).astype(np.float32))
-    return {b: evaluate_similarity(with_fallback(mapped, dataset_words(ds), _Mapped(fallback, transform), True),
-                                   ds, Oov.PAPER).score for b, ds in data.items()}  # fmt: skip
+def standardized_rows(kv, fallback: SetFallback, data: dict, analogies: int) -> dict[str, dict[str, float]]:
+    """``--standardize``: the similarity rows under pieces, then Google when ``analogies`` (N words) is set."""
+    results = {}
+    for centre in (True, False):
+        label = "standardized" if centre else "scaled"
+        results[f"pieces, {label}"] = row = scaled_scores(kv, fallback, data, centre)
+        print(f"pieces {label}", "  ".join(f"{b} {100 * row[b]:.1f}" for b in BENCHMARKS))
+    return {**results, **scaled_analogies(kv, analogies)} if analogies else results
+
+
+def scaled(x: np.ndarray, centre: bool | None) -> np.ndarray:
+    """Each dimension of ``x`` divided by its standard deviation, centred first (True) or not (False); None: as is."""
+    if centre is None:
+        return x
+    return ((x - x.mean(axis=0)) if centre else x) / x.std(axis=0)
+
+
+def scaled_analogies(kv, top_n: int) -> dict[str, dict[str, float]]:
+    """Google 3CosAdd on the questions the set's first ``top_n`` words cover, as is, standardized and scaled."""
+    x = l2_normalize(np.asarray(kv.vectors[:top_n], dtype=np.float64))
+    google, results = load_benchmark("google"), {}
+    for centre, label in ((None, "as is"), (True, "standardized"), (False, "scaled")):
+        words = list(kv.index_to_key[:top_n])
+        total, *sections = evaluate_analogy(to_keyed_vectors(words, scaled(x, centre).astype(np.float32)), google)
+        results[f"{label}, google"] = {"covered": total.score, **{s.section: s.score for s in sections}}
+        print(f"google, {label}".ljust(24), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
+              ", ".join(f"{s.section} {100 * s.score:.1f} %" for s in sections))  # fmt: skip
+    return results
+
+
+def scaled_scores(kv, fallback: SetFallback, data: dict, centre: bool) -> dict[str, float]:
+    """Scores under pieces after each dimension is divided by its standard deviation over the set (Timkey and
+    van Schijndel 2021: a few rogue dimensions dominate cosines), after centring on the set's mean or not."""
+    x = l2_normalize(np.asarray(kv.vectors, dtype=np.float64))
+    std, shift = x.std(axis=0), x.mean(axis=0) if centre else 0.0
+    return mapped_scores(kv, x, fallback, data, lambda v: (v - shift) / std)
 
 
 if __name__ == "__main__":
