@@ -59,6 +59,7 @@ def run(
     batch_tokens: int | None = None,
     max_length: int | None = None,
     stride: int = 32,
+    context_share: float = 0.0,
     device: str = "auto",
     dtype: DType | str = "auto",
     gguf_file: str | None = None,

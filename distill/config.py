@@ -394,6 +394,13 @@ class RunConfig:
         MODEL,
     )  # fmt: skip
     stride: int = option(32, "Tokens shared by consecutive windows of a long sentence.", MODEL)
+    context_share: float = option(
+        0.0,
+        "Add S times the mean state of each occurrence's sentence (its window's text tokens) to the occurrence's "
+        "vector, in every layer: a word's vector then holds a share of the meaning of its contexts (words the "
+        "corpus lacks, from their pieces or read alone, get none). 0: off (the paper's vectors).",
+        MODEL,
+    )
     device: str = option("auto", "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps.", MODEL)
     dtype: DType = option(
         DType.AUTO,
@@ -740,6 +747,8 @@ def _check_ranges(config: RunConfig) -> None:
     for name, most in (("alone_weight", 100), ("bag_topics", 1)):
         if not 0 <= (value := getattr(config, name)) <= most:
             raise ConfigError(f"--{name.replace('_', '-')} must be between 0 (off) and {most}, not {value}")
+    if not -1 <= config.context_share <= 10:
+        raise ConfigError(f"--context-share must be between -1 and 10, not {config.context_share}")
     if config.tune_blend is not None and not 0 < config.tune_blend <= 1:
         raise ConfigError(f"--tune-blend must be above 0 and at most 1, not {config.tune_blend}")
 

@@ -65,6 +65,7 @@ def test_poolings():
         ({"batch_size": 8, "batch_tokens": 1000}, "--batch-size and --batch-tokens both size the batches"),
         ({"shuffle_buffer": 100}, "--shuffle-buffer sizes the shuffle of --sampling greedy"),
         ({"workers": 2}, "--workers sets the encoder actors of --engine ray"),
+        ({"context_share": -2}, "--context-share must be between -1 and 10, not -2"),
     ],
 )
 def test_bad_options_fail_before_any_model_loads(options, message):

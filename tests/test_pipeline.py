@@ -105,34 +105,58 @@ def test_api_indexing_and_load(bert_run):
     assert distill.load(bert_run.out / "layer2.mean.txt").index_to_key == bert_run[2, "mean"].index_to_key
 
 
-def test_pc_vectors_are_the_svd_of_the_encoded_occurrences(tiny_bert_dir, tmp_path):
-    """Re-encode one word's occurrences by hand and compare with numpy's SVD."""
-    from distill.reduction import first_principal_component
-
-    corpus = tmp_path / "short.txt"  # lines the model takes whole (no windows)
+def _short_corpus(tmp_path: Path) -> Path:
+    """The tiny corpus's lines that the model takes whole (no windows)."""
+    corpus = tmp_path / "short.txt"
     corpus.write_text("".join(line for line in TINY_CORPUS.read_text().splitlines(True) if len(line) < 200))
-    result = _run(tiny_bert_dir, tmp_path, corpus=[str(corpus)], layers="2", max_occurrences=1000, pooling="pc,mean")
-    # every occurrence of "castle" is used (cap above its count): its mean and PC follow from them
+    return corpus
+
+
+def _by_hand(model_dir: Path, corpus: Path, word: str, layer: int, context_share: float = 0.0) -> np.ndarray:
+    """Each occurrence of ``word`` encoded by hand: the mean of its pieces' states in ``layer``, plus
+    ``context_share`` times the mean state of its line's text tokens."""
+    import torch
+
     from distill.corpus import iter_lines, word_spans
     from distill.encoders import load_encoder
 
-    loaded = load_encoder("tiny", str(tiny_bert_dir), (2,))
-    import torch
-
+    loaded = load_encoder("tiny", str(model_dir), (layer,))
     rows = []
     for text in iter_lines([str(corpus)]):
         enc = loaded.tokenizer([text], return_offsets_mapping=True, return_tensors="pt")
         offsets = enc.pop("offset_mapping")[0].numpy()
         with torch.no_grad():
-            hidden = loaded.model(**enc, output_hidden_states=True).hidden_states[2][0]
+            hidden = loaded.model(**enc, output_hidden_states=True).hidden_states[layer][0]
+        context = hidden[torch.from_numpy(offsets[:, 1] > offsets[:, 0])].mean(0)
         for s, e in word_spans(text):
-            if text[s:e].lower() == "castle":
+            if text[s:e].lower() == word:
                 mask = (offsets[:, 0] < e) & (offsets[:, 1] > s) & (offsets[:, 1] > offsets[:, 0])
-                rows.append(hidden[torch.from_numpy(mask)].mean(0).numpy())
-    rows = np.array(rows)
+                rows.append((hidden[torch.from_numpy(mask)].mean(0) + context_share * context).numpy())
+    return np.array(rows)
+
+
+def test_pc_vectors_are_the_svd_of_the_encoded_occurrences(tiny_bert_dir, tmp_path):
+    """Re-encode one word's occurrences by hand and compare with numpy's SVD."""
+    from distill.reduction import first_principal_component
+
+    corpus = _short_corpus(tmp_path)
+    result = _run(tiny_bert_dir, tmp_path, corpus=[str(corpus)], layers="2", max_occurrences=1000, pooling="pc,mean")
+    # every occurrence of "castle" is used (cap above its count): its mean and PC follow from them
+    rows = _by_hand(tiny_bert_dir, corpus, "castle", 2)
     assert len(rows) > 5
     np.testing.assert_allclose(result[2, "mean"]["castle"], rows.mean(0), atol=1e-5)
     np.testing.assert_allclose(result[2]["castle"], first_principal_component(rows), atol=1e-4)
+
+
+def test_a_context_share_adds_that_share_of_each_occurrences_sentence_mean(tiny_bert_dir, tmp_path):
+    corpus = _short_corpus(tmp_path)
+    result = _run(tiny_bert_dir, tmp_path, corpus=[str(corpus)], layers="1,2", max_occurrences=1000, pooling="mean",
+                  context_share=0.5)  # fmt: skip
+    for layer in (1, 2):
+        plain, shared = (_by_hand(tiny_bert_dir, corpus, "castle", layer, share).mean(0) for share in (0, 0.5))
+        np.testing.assert_allclose(result[layer, "mean"]["castle"], shared, atol=1e-5)
+        assert not np.allclose(shared, plain, atol=1e-3)  # the share moved it
+    assert result.manifest["config"]["context_share"] == 0.5
 
 
 def test_same_seed_same_vectors_other_seed_other_sample(tiny_bert_dir, tmp_path):

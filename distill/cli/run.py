@@ -320,6 +320,23 @@ def tune(
     )
 
 
+ContextShareOpt = Annotated[
+    float,
+    typer.Option(
+        min=-1.0,
+        max=10.0,
+        help="Add this share of each occurrence's sentence to its vector (see distill run --help; 0: off).",
+    ),
+]
+TeacherDeviceOpt = Annotated[
+    str,
+    typer.Option(
+        help="Where the teacher runs: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps; the tuning runs "
+        "there too when it is a CUDA GPU."
+    ),
+]
+
+
 @app.command(
     short_help="The production model in one command: distil, tune, export model2vec and sentence-transformers, score."
 )
@@ -368,13 +385,8 @@ def model(
             "--help; 0: bags of unrelated words).",
         ),
     ] = MODEL_BAG_TOPICS,
-    device: Annotated[
-        str,
-        typer.Option(
-            help="Where the teacher runs: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps; the tuning "
-            "runs there too when it is a CUDA GPU."
-        ),
-    ] = "auto",
+    context_share: ContextShareOpt = 0.0,
+    device: TeacherDeviceOpt = "auto",
     progress: ProgressOpt = True,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -393,7 +405,8 @@ def model(
         config = config_from({"corpus": corpus}, model=teacher_model, out=out, layers="1", pooling="pc",
                              best=True, teacher=True, teacher_bags=teacher_bags, teacher_texts=teacher_texts,
                              bag_topics=bag_topics if teacher_bags else 0.0, model_words=True,
-                             split_sentences=True, device=device, progress=progress)  # fmt: skip
+                             split_sentences=True, context_share=context_share, device=device,
+                             progress=progress)  # fmt: skip
         step = model_step(tune_epochs, progress, dtype, dims, top_words, config.device)
         folders, summary_lines = run_pipeline_then(  # a failed tuning or export goes on from the encoding
             config,

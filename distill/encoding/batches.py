@@ -94,10 +94,11 @@ class ForwardTimer:
 
 
 def gather_occurrences(
-    hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: Batch
+    hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: Batch, context_share: float = 0.0
 ) -> tuple[np.ndarray, torch.Tensor]:
     """Mean of each occurrence's pieces in every requested layer: (rows (k,), vectors (L, k, D)) with the
-    vectors left on the model's device (a GPU's store takes them there; nothing waits for the device).
+    vectors left on the model's device (a GPU's store takes them there; nothing waits for the device). With
+    ``context_share`` S, S times the mean of its window's text tokens is added to each (``--context-share``).
 
     One ``embedding_bag`` per layer (the pieces of an occurrence are one bag): one
     kernel instead of indexing, weighting and ``index_add_``."""
@@ -112,7 +113,24 @@ def gather_occurrences(
     for i, layer in enumerate(layers):
         table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
         pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
+    if context_share:
+        pooled += context_share * window_means(hidden, layers, batch)[:, occurrence_windows(batch)]
     return batch.rows, pooled
+
+
+def occurrence_windows(batch: Batch) -> torch.Tensor:
+    """(k,) the window (batch row) each occurrence is in: that of its first piece."""
+    first = batch.tok[np.cumsum(batch.pieces) - batch.pieces]
+    return torch.from_numpy(first // batch.ids.shape[1])
+
+
+def window_means(hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: Batch) -> torch.Tensor:
+    """(L, B, D) float32: the mean state of each window's text tokens in every requested layer (zero for a
+    window without any)."""
+    device = hidden[0].device
+    content = torch.from_numpy(batch.content).to(device).float()  # (B, T)
+    counts = content.sum(dim=1).clamp(min=1)[:, None]
+    return torch.stack([torch.einsum("bt,btd->bd", content, hidden[layer].float()) / counts for layer in layers])
 
 
 def observe_batch(observers: Sequence[Observer], hidden: tuple[torch.Tensor, ...], batch: Batch) -> None:
@@ -165,10 +183,12 @@ def encode_batch(
     stats: EncodeStats,
     observers: Sequence[Observer] = (),
     timer: ForwardTimer | None = None,
+    context_share: float = 0.0,
 ) -> tuple[np.ndarray, torch.Tensor]:
     """One forward pass: each occurrence's vectors in every layer (rows (k,), vectors (L, k, D) on the
-    model's device), shown to the observers; tokens, occurrences and forward time are added to ``stats``
-    (with a ``timer``, forward time is left to the caller to read from it)."""
+    model's device; ``context_share``: :func:`gather_occurrences`), shown to the observers; tokens, occurrences
+    and forward time are added to ``stats`` (with a ``timer``, forward time is left to the caller to read from
+    it)."""
     own = timer is None
     timer = timer or ForwardTimer(model.device)
     timer.start()
@@ -176,7 +196,7 @@ def encode_batch(
     timer.stop()
     if own:
         stats.forward_seconds += timer.seconds()
-    rows, vectors = gather_occurrences(hidden, layers, batch)
+    rows, vectors = gather_occurrences(hidden, layers, batch, context_share)
     if observers:
         observe_batch(observers, hidden, batch)
     stats.occurrences += len(rows)

@@ -146,6 +146,7 @@ def _run_engine(
         stats=stats,
         skip_chunks=skip,
         on_chunk=on_chunk,
+        context_share=config.context_share,
     )
 
 

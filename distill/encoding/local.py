@@ -127,6 +127,7 @@ def encode_occurrences(
     stats: EncodeStats | None = None,
     skip_chunks: int = 0,
     on_chunk: Callable[[int, EncodeStats], None] | None = None,
+    context_share: float = 0.0,
 ) -> EncodeStats:
     """Fill the store: length-sorted batches of windows, one forward pass each, every layer at once.
 
@@ -137,8 +138,9 @@ def encode_occurrences(
     ``batch_tokens`` and ``workers`` are the options: None takes the device's default (:func:`token_budget`,
     :func:`default_workers`), ``batch_tokens`` 0 batches by ``batch_size``; a ``pool`` already started (the
     run's) tokenizes instead of ``workers`` processes started here;
-    ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store. Nothing here waits for a
-    GPU per batch: vectors go to the store on the device, forward time is read from CUDA events.
+    ``on_chunk(chunks_done, stats)`` is called once each chunk is in the store; ``context_share``: see
+    :func:`~distill.encoding.batches.gather_occurrences`. Nothing here waits for a GPU per batch: vectors go to
+    the store on the device, forward time is read from CUDA events.
     """
     stats = stats if stats is not None else EncodeStats()
     timer, forward_before = ForwardTimer(model.device), stats.forward_seconds
@@ -148,7 +150,8 @@ def encode_occurrences(
     with given_or_own_pool(pool, workers, model.device.type) as pool:
         batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
                                skip_chunks=skip_chunks, batch_tokens=batch_tokens, pool=pool)  # fmt: skip
-        stats = _run_batches(model, layers, store, batches, stats, observers, timer, skip_chunks, on_chunk, bar)
+        stats = _run_batches(model, (layers, context_share), store, batches, stats, observers, timer, skip_chunks,
+                             on_chunk, bar)  # fmt: skip
     bar.close()
     stats.forward_seconds = forward_before + timer.seconds()
     stats.seconds = time.perf_counter() - start
@@ -159,7 +162,7 @@ def encode_occurrences(
 
 def _run_batches(
     model: Encoder,
-    layers: tuple[int, ...],
+    gather: tuple[tuple[int, ...], float],
     store: OccurrenceStore,
     batches: Iterable[Batch | ChunkDone],
     stats: EncodeStats,
@@ -169,7 +172,9 @@ def _run_batches(
     on_chunk: Callable[[int, EncodeStats], None] | None,
     bar: Any,
 ) -> EncodeStats:
-    """Each batch through the model into the store; each chunk's counts added once it is in."""
+    """Each batch through the model into the store; each chunk's counts added once it is in. ``gather``: the
+    layers and the context share each occurrence's vectors are gathered with."""
+    layers, context_share = gather
     start, forward_before = time.perf_counter() - stats.seconds, stats.forward_seconds - timer.seconds(wait=False)
     tokens_before, resumed = stats.tokens, time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
@@ -183,7 +188,7 @@ def _run_batches(
                     stats.forward_seconds = forward_before + timer.seconds(wait=False)
                     on_chunk(batch.index + 1, stats)
                 continue
-            rows, vectors = encode_batch(model, layers, batch, stats, observers, timer)
+            rows, vectors = encode_batch(model, layers, batch, stats, observers, timer, context_share)
             store.write(rows, vectors)
             bar.update(len(rows))
             rate = (stats.tokens - tokens_before) / (time.perf_counter() - resumed)

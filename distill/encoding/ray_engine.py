@@ -86,7 +86,9 @@ class ChunkEncoder:
                 if isinstance(batch, ChunkDone):
                     stats.add(batch.counts)
                     continue
-                r, v = encode_batch(self.model, layers, batch, stats, observers)
+                r, v = encode_batch(
+                    self.model, layers, batch, stats, observers, context_share=self.spec["context_share"]
+                )
                 rows.append(r)
                 vectors.append(v.cpu().numpy().astype(self.spec["store_dtype"]))
         empty = np.zeros((len(layers), 0, self.model.hidden_size), dtype=self.spec["store_dtype"])
@@ -171,6 +173,7 @@ def encode_with_ray(
             "batch_size": config.batch_size,
             "batch_tokens": config.batch_tokens,
             "stride": config.stride,
+            "context_share": config.context_share,
             "store_dtype": store.dtype.name,
             "observers": [observer.empty() for observer in observers],
             "threads": 1 if gpus else max(1, cpus // workers),
