@@ -114,7 +114,9 @@ def gather_occurrences(
         table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
         pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
     if context_share:
-        pooled += context_share * window_means(hidden, layers, batch)[:, occurrence_windows(batch)]
+        windows = occurrence_windows(batch)
+        windows = (windows.pin_memory() if pin else windows).to(device, non_blocking=pin)
+        pooled += context_share * window_means(hidden, layers, batch)[:, windows]
     return batch.rows, pooled
 
 
