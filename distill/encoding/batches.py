@@ -104,8 +104,15 @@ def gather_occurrences(
     kernel instead of indexing, weighting and ``index_add_``."""
     device = hidden[0].device
     pin = device.type == "cuda"
-    tok = torch.from_numpy(batch.tok)
-    starts = torch.from_numpy(np.cumsum(batch.pieces) - batch.pieces)
+    host_starts = np.cumsum(batch.pieces) - batch.pieces
+    tok, starts = torch.from_numpy(batch.tok), torch.from_numpy(host_starts)
+    if context_share:  # each occurrence's window (batch row), that of its first piece, and the windows' text
+        windows = torch.from_numpy(batch.tok[host_starts] // batch.ids.shape[1])
+        content = torch.from_numpy(batch.content)
+        if pin:
+            windows, content = windows.pin_memory(), content.pin_memory()
+        windows, content = windows.to(device, non_blocking=pin), content.to(device, non_blocking=pin).float()
+        counts = content.sum(dim=1).clamp(min=1)[:, None]  # a window without text tokens: a zero mean
     if pin:
         tok, starts = tok.pin_memory(), starts.pin_memory()
     tok, starts = tok.to(device, non_blocking=pin), starts.to(device, non_blocking=pin)
@@ -113,26 +120,10 @@ def gather_occurrences(
     for i, layer in enumerate(layers):
         table = hidden[layer].flatten(0, 1).float()  # half precision: averaged in float32
         pooled[i] = torch.nn.functional.embedding_bag(tok, table, starts, mode="mean")
-    if context_share:
-        windows = occurrence_windows(batch)
-        windows = (windows.pin_memory() if pin else windows).to(device, non_blocking=pin)
-        pooled += context_share * window_means(hidden, layers, batch)[:, windows]
+        if context_share:
+            means = torch.einsum("bt,btd->bd", content, table.view(*content.shape, -1)) / counts
+            pooled[i] += context_share * means[windows]
     return batch.rows, pooled
-
-
-def occurrence_windows(batch: Batch) -> torch.Tensor:
-    """(k,) the window (batch row) each occurrence is in: that of its first piece."""
-    first = batch.tok[np.cumsum(batch.pieces) - batch.pieces]
-    return torch.from_numpy(first // batch.ids.shape[1])
-
-
-def window_means(hidden: tuple[torch.Tensor, ...], layers: tuple[int, ...], batch: Batch) -> torch.Tensor:
-    """(L, B, D) float32: the mean state of each window's text tokens in every requested layer (zero for a
-    window without any)."""
-    device = hidden[0].device
-    content = torch.from_numpy(batch.content).to(device).float()  # (B, T)
-    counts = content.sum(dim=1).clamp(min=1)[:, None]
-    return torch.stack([torch.einsum("bt,btd->bd", content, hidden[layer].float()) / counts for layer in layers])
 
 
 def observe_batch(observers: Sequence[Observer], hidden: tuple[torch.Tensor, ...], batch: Batch) -> None:

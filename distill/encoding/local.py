@@ -150,8 +150,8 @@ def encode_occurrences(
     with given_or_own_pool(pool, workers, model.device.type) as pool:
         batches = iter_batches(model, jobs, batch_size=batch_size, stride=stride, chunk_size=chunk_size,
                                skip_chunks=skip_chunks, batch_tokens=batch_tokens, pool=pool)  # fmt: skip
-        stats = _run_batches(model, (layers, context_share), store, batches, stats, observers, timer, skip_chunks,
-                             on_chunk, bar)  # fmt: skip
+        stats = _run_batches(model, layers, store, batches, stats, observers, timer, skip_chunks, on_chunk, bar,
+                             context_share)  # fmt: skip
     bar.close()
     stats.forward_seconds = forward_before + timer.seconds()
     stats.seconds = time.perf_counter() - start
@@ -162,7 +162,7 @@ def encode_occurrences(
 
 def _run_batches(
     model: Encoder,
-    gather: tuple[tuple[int, ...], float],
+    layers: tuple[int, ...],
     store: OccurrenceStore,
     batches: Iterable[Batch | ChunkDone],
     stats: EncodeStats,
@@ -171,10 +171,9 @@ def _run_batches(
     skip_chunks: int,
     on_chunk: Callable[[int, EncodeStats], None] | None,
     bar: Any,
+    context_share: float = 0.0,
 ) -> EncodeStats:
-    """Each batch through the model into the store; each chunk's counts added once it is in. ``gather``: the
-    layers and the context share each occurrence's vectors are gathered with."""
-    layers, context_share = gather
+    """Each batch through the model into the store; each chunk's counts added once it is in."""
     start, forward_before = time.perf_counter() - stats.seconds, stats.forward_seconds - timer.seconds(wait=False)
     tokens_before, resumed = stats.tokens, time.perf_counter()
     with torch.inference_mode(), _interrupt_between_batches() as interrupted:
