@@ -83,7 +83,6 @@ def main() -> None:
     parser.add_argument("--layers", default="4-6")
     parser.add_argument("--shares", default="0,-1,-0.5,-0.25,0.25,0.5,1")
     args = parser.parse_args()
-    torch.manual_seed(0)
     sets: dict[str, SimilarityDataset] = {b: load_benchmark(b) for b in DEV}  # type: ignore[misc]
     google: AnalogyDataset = load_benchmark("google")  # type: ignore[assignment]
     targets = {w.lower() for d in sets.values() for pair in d.pairs for w in pair}

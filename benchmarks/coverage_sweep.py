@@ -32,6 +32,7 @@ import argparse
 import dataclasses
 import itertools
 import json
+from collections.abc import Callable
 
 import numpy as np
 
@@ -235,20 +236,24 @@ def standardized_rows(kv, fallback: SetFallback, data: dict, analogies: int) -> 
     return {**results, **scaled_analogies(kv, analogies)} if analogies else results
 
 
-def scaled(x: np.ndarray, centre: bool | None) -> np.ndarray:
-    """Each dimension of ``x`` divided by its standard deviation, centred first (True) or not (False); None: as is."""
-    if centre is None:
-        return x
-    return ((x - x.mean(axis=0)) if centre else x) / x.std(axis=0)
+def dimension_scaling(kv, centre: bool) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+    """The set's unit vectors, and the map dividing each dimension by its standard deviation over them (Timkey and
+    van Schijndel 2021: a few rogue dimensions dominate cosines), after centring on their mean or not."""
+    x = l2_normalize(np.asarray(kv.vectors, dtype=np.float64))
+    std, shift = x.std(axis=0), x.mean(axis=0) if centre else 0.0
+    return x, lambda v: (v - shift) / std
 
 
 def scaled_analogies(kv, top_n: int) -> dict[str, dict[str, float]]:
     """Google 3CosAdd on the questions the set's first ``top_n`` words cover, as is, standardized and scaled."""
-    x = l2_normalize(np.asarray(kv.vectors[:top_n], dtype=np.float64))
-    google, results = load_benchmark("google"), {}
+    words, google, results = list(kv.index_to_key[:top_n]), load_benchmark("google"), {}
     for centre, label in ((None, "as is"), (True, "standardized"), (False, "scaled")):
-        words = list(kv.index_to_key[:top_n])
-        total, *sections = evaluate_analogy(to_keyed_vectors(words, scaled(x, centre).astype(np.float32)), google)
+        if centre is None:
+            rows = l2_normalize(np.asarray(kv.vectors[:top_n], dtype=np.float64))
+        else:
+            x, scale = dimension_scaling(kv, centre)
+            rows = scale(x[:top_n])
+        total, *sections = evaluate_analogy(to_keyed_vectors(words, rows.astype(np.float32)), google)
         results[f"{label}, google"] = {"covered": total.score, **{s.section: s.score for s in sections}}
         print(f"google, {label}".ljust(24), f"3CosAdd {100 * total.score:.1f} % of {total.n_covered:,} covered,",
               ", ".join(f"{s.section} {100 * s.score:.1f} %" for s in sections))  # fmt: skip
@@ -256,11 +261,9 @@ def scaled_analogies(kv, top_n: int) -> dict[str, dict[str, float]]:
 
 
 def scaled_scores(kv, fallback: SetFallback, data: dict, centre: bool) -> dict[str, float]:
-    """Scores under pieces after each dimension is divided by its standard deviation over the set (Timkey and
-    van Schijndel 2021: a few rogue dimensions dominate cosines), after centring on the set's mean or not."""
-    x = l2_normalize(np.asarray(kv.vectors, dtype=np.float64))
-    std, shift = x.std(axis=0), x.mean(axis=0) if centre else 0.0
-    return mapped_scores(kv, x, fallback, data, lambda v: (v - shift) / std)
+    """Scores under pieces after :func:`dimension_scaling`, applied to the set and its fallback alike."""
+    x, scale = dimension_scaling(kv, centre)
+    return mapped_scores(kv, x, fallback, data, scale)
 
 
 if __name__ == "__main__":
